@@ -1,0 +1,49 @@
+#include "codecs/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace qd::codec {
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr && size_ > 0) {
+    munmap(const_cast<std::uint8_t*>(data_), size_);
+  }
+}
+
+bool MappedFile::Open(const std::string& path, std::string* error) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *error = path + ": not a regular file";
+    ::close(fd);
+    return false;
+  }
+  size_ = static_cast<std::size_t>(st.st_size);
+  if (size_ == 0) {  // mmap refuses length 0; an empty view is fine
+    ::close(fd);
+    data_ = nullptr;
+    return true;
+  }
+  void* p = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    *error = path + ": mmap: " + std::strerror(errno);
+    size_ = 0;
+    return false;
+  }
+  madvise(p, size_, MADV_SEQUENTIAL);
+  data_ = static_cast<const std::uint8_t*>(p);
+  return true;
+}
+
+}  // namespace qd::codec

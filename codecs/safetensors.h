@@ -1,0 +1,101 @@
+// safetensors.h: the production safetensors container reader and writer.
+//
+// ReadContainer validates the header in the catalogue's check order
+// (oracles/rules.json, rules ST-001..ST-013, ST-101, ST-102) and returns views
+// into the caller's bytes, so a file mapping larger than memory is read
+// without copying tensor data. The header is parsed with nlohmann/json's SAX
+// interface into compact records; nothing is allocated from a declared size
+// before that size has been checked against the file.
+//
+//   qd::codec::ContainerResult r = qd::codec::ReadContainer(bytes, "m.safetensors");
+//   if (!r.refused) for (const auto& t : r.container.tensors) Use(r.container.Data(t));
+#ifndef QUANTDIFF_CODECS_SAFETENSORS_H_
+#define QUANTDIFF_CODECS_SAFETENSORS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "quantdiff/plain_data.h"
+
+namespace qd::codec {
+
+enum class Dtype : std::uint8_t {
+  kBool, kF4, kF6E2M3, kF6E3M2, kU8, kI8, kF8E5M2, kF8E4M3, kF8E8M0,
+  kI16, kU16, kF16, kBF16, kI32, kU32, kF32, kC64, kF64, kI64, kU64,
+  kQ4B32, kQ8B32,  // block dtypes: byte length is the format's to check
+};
+
+struct DtypeInfo {
+  std::string_view name;
+  std::uint32_t bits;  // element width; 0 for block dtypes
+  bool is_block;
+};
+
+std::optional<Dtype> ParseDtype(std::string_view name);
+const DtypeInfo& InfoOf(Dtype dtype);
+
+struct TensorEntry {
+  std::string name;
+  Dtype dtype = Dtype::kU8;
+  std::vector<std::uint64_t> shape;
+  std::uint64_t element_count = 1;
+  std::uint64_t begin = 0;  // relative to the data section
+  std::uint64_t end = 0;
+};
+
+struct Container {
+  qd::ByteView file;
+  std::uint64_t header_length = 0;
+  std::uint64_t data_start = 0;  // 8 + header_length
+  bool has_metadata = false;
+  std::vector<std::pair<std::string, std::string>> metadata;  // sorted by key
+  std::vector<TensorEntry> tensors;  // sorted by (begin, end, name)
+
+  const std::uint8_t* Data(const TensorEntry& t) const {
+    return file.data + data_start + t.begin;
+  }
+  const std::string* Metadata(std::string_view key) const;
+};
+
+struct ContainerResult {
+  bool refused = false;
+  std::vector<qd::Finding> findings;  // warnings, then at most one error
+  Container container;                // complete only when !refused
+};
+
+ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name);
+
+// Decodes every floating tensor (F32, F16, BF16, F64) to binary32 in
+// container order; other dtypes, block dtypes included, are skipped.
+void AppendFloatTensors(const Container& container,
+                        std::vector<qd::DecodedTensor>* out);
+// Widens or narrows one floating tensor; false for a non-floating dtype.
+bool DecodeFloatTensor(const Container& container, const TensorEntry& tensor,
+                       float* out);
+
+// Writing. Tensors are laid out contiguously in the order given; the header
+// is padded with spaces to a multiple of 8 (ST-102).
+struct TensorToWrite {
+  std::string name;
+  std::string dtype;  // written as given, so generators can write bad ones
+  std::vector<std::uint64_t> shape;
+  std::uint64_t byte_size = 0;
+};
+using MetadataList = std::vector<std::pair<std::string, std::string>>;
+// The 8 length bytes and the padded JSON header.
+std::string BuildHeader(const std::vector<TensorToWrite>& tensors,
+                        const MetadataList* metadata);
+struct TensorWithBytes {
+  TensorToWrite spec;
+  std::vector<std::uint8_t> bytes;
+};
+std::vector<std::uint8_t> SerializeSafetensors(
+    const std::vector<TensorWithBytes>& tensors, const MetadataList* metadata);
+
+}  // namespace qd::codec
+
+#endif  // QUANTDIFF_CODECS_SAFETENSORS_H_

@@ -1,0 +1,114 @@
+#include "harness/differ.h"
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+
+namespace qd::harness {
+namespace {
+
+std::string Signature(std::string_view target, std::string_view kind,
+                      std::string_view what) {
+  return "DIFF:" + std::string(target) + ":" + std::string(kind) + ":" +
+         std::string(what);
+}
+
+const qd::Finding* FirstError(const qd::Outcome& o) {
+  for (const qd::Finding& f : o.findings) {
+    if (f.severity == qd::Severity::kError) return &f;
+  }
+  return nullptr;
+}
+
+std::string ShapeText(const std::vector<std::uint64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    s += (i ? "," : "") + std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+std::string Hex32(float v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", std::bit_cast<std::uint32_t>(v));
+  return buf;
+}
+
+}  // namespace
+
+std::string Describe(const qd::Finding& f) {
+  std::string s = f.rule + (f.severity == qd::Severity::kError ? " error" : " warning");
+  if (!f.file.empty()) s += " file=" + f.file;
+  if (!f.tensor.empty()) s += " tensor=" + f.tensor;
+  if (!f.field.empty()) s += " field=" + f.field;
+  if (f.byte_offset >= 0) s += " offset=" + std::to_string(f.byte_offset);
+  if (f.row >= 0) s += " row=" + std::to_string(f.row);
+  if (f.block >= 0) s += " block=" + std::to_string(f.block);
+  if (f.element >= 0) s += " element=" + std::to_string(f.element);
+  if (!f.message.empty()) s += ": " + f.message;
+  return s;
+}
+
+std::optional<Divergence> Compare(const qd::Outcome& codec,
+                                  const qd::Outcome& oracle,
+                                  std::string_view target) {
+  const qd::Finding* codec_error = FirstError(codec);
+  const qd::Finding* oracle_error = FirstError(oracle);
+  if (codec.refused != oracle.refused) {
+    const qd::Finding* refusing = codec.refused ? codec_error : oracle_error;
+    return Divergence{
+        Signature(target, "verdict", refusing ? refusing->rule : "no-rule"),
+        std::string(codec.refused ? "codec refused, oracle accepted: "
+                                  : "oracle refused, codec accepted: ") +
+            (refusing ? Describe(*refusing) : "(no error finding)")};
+  }
+  // Every finding in order: the rule IDs and severities must match.
+  const std::size_t n = std::max(codec.findings.size(), oracle.findings.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const qd::Finding* c = i < codec.findings.size() ? &codec.findings[i] : nullptr;
+    const qd::Finding* o = i < oracle.findings.size() ? &oracle.findings[i] : nullptr;
+    if (c == nullptr || o == nullptr || c->rule != o->rule || c->severity != o->severity) {
+      const std::string cr = c ? c->rule : "none";
+      const std::string orr = o ? o->rule : "none";
+      return Divergence{Signature(target, "rule", cr + "!=" + orr),
+                        "finding " + std::to_string(i) + ": codec " +
+                            (c ? Describe(*c) : "none") + " | oracle " +
+                            (o ? Describe(*o) : "none")};
+    }
+    if (c->severity == qd::Severity::kError &&
+        (c->tensor != o->tensor || c->row != o->row || c->block != o->block ||
+         c->element != o->element)) {
+      return Divergence{Signature(target, "position", c->rule),
+                        "codec " + Describe(*c) + " | oracle " + Describe(*o)};
+    }
+  }
+  if (codec.refused) return std::nullopt;
+  if (codec.tensors.size() != oracle.tensors.size()) {
+    return Divergence{Signature(target, "bytes", "tensor-count"),
+                      "codec decoded " + std::to_string(codec.tensors.size()) +
+                          " tensors, oracle " + std::to_string(oracle.tensors.size())};
+  }
+  for (std::size_t t = 0; t < codec.tensors.size(); ++t) {
+    const qd::DecodedTensor& c = codec.tensors[t];
+    const qd::DecodedTensor& o = oracle.tensors[t];
+    if (c.name != o.name || c.shape != o.shape || c.values.size() != o.values.size()) {
+      return Divergence{Signature(target, "bytes", "tensor-header"),
+                        "tensor " + std::to_string(t) + ": codec " + c.name +
+                            ShapeText(c.shape) + " | oracle " + o.name + ShapeText(o.shape)};
+    }
+    for (std::size_t i = 0; i < c.values.size(); ++i) {
+      const float a = c.values[i];
+      const float b = o.values[i];
+      const bool same = (std::isnan(a) && std::isnan(b)) ||
+                        std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
+      if (!same) {
+        return Divergence{Signature(target, "bytes", "value"),
+                          "tensor " + c.name + " element " + std::to_string(i) +
+                              ": codec " + Hex32(a) + " oracle " + Hex32(b)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace qd::harness

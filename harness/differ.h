@@ -1,0 +1,38 @@
+// differ.h: compares what the codec and the oracle made of the same bytes.
+//
+// Order of comparison (DESIGN.md): accept/reject first; then the rule IDs of
+// every finding in order, with the error's tensor, row and block; then, for
+// an accepted file, every decoded tensor's name, shape and values bit for bit
+// (NaNs compare equal to each other whatever their payload).
+//
+//   if (auto d = qd::harness::Compare(codec, oracle, "rbq_file")) {
+//     std::fprintf(stderr, "%s\n%s\n", d->signature.c_str(), d->detail.c_str());
+//   }
+#ifndef QUANTDIFF_HARNESS_DIFFER_H_
+#define QUANTDIFF_HARNESS_DIFFER_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "quantdiff/plain_data.h"
+
+namespace qd::harness {
+
+struct Divergence {
+  // Stable across inputs so that duplicates group, e.g.
+  // "DIFF:rbq_file:verdict:RBQ-005" or "DIFF:rbq_file:bytes:value".
+  std::string signature;
+  std::string detail;  // human text: both sides, position, bits
+};
+
+std::optional<Divergence> Compare(const qd::Outcome& codec,
+                                  const qd::Outcome& oracle,
+                                  std::string_view target);
+
+// One line describing a finding: "RBQ-005 error tensor=w field=scale row=1 ...".
+std::string Describe(const qd::Finding& finding);
+
+}  // namespace qd::harness
+
+#endif  // QUANTDIFF_HARNESS_DIFFER_H_

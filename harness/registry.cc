@@ -1,0 +1,69 @@
+#include "harness/registry.h"
+
+#include "codecs/rbq.h"
+#include "codecs/safetensors.h"
+#include "generators/generators.h"
+#include "oracles/rbq.h"
+#include "oracles/safetensors.h"
+
+namespace qd::harness {
+namespace {
+
+qd::Outcome CodecSafetensors(qd::ByteView file, const std::string& name) {
+  codec::ContainerResult r = codec::ReadContainer(file, name);
+  qd::Outcome outcome;
+  outcome.refused = r.refused;
+  outcome.findings = std::move(r.findings);
+  if (!r.refused) codec::AppendFloatTensors(r.container, &outcome.tensors);
+  return outcome;
+}
+
+qd::Outcome CodecRbq(qd::ByteView file, const std::string& name) {
+  return codec::DecodeRbqFile(file, name);
+}
+
+qd::Outcome CheckSafetensors(qd::ByteView file, const std::string& name) {
+  codec::ContainerResult r = codec::ReadContainer(file, name);
+  return qd::Outcome{r.refused, std::move(r.findings), {}};
+}
+
+qd::Outcome CheckRbq(qd::ByteView file, const std::string& name) {
+  codec::RbqResult r = codec::ReadRbq(file, name);
+  return qd::Outcome{r.refused, std::move(r.findings), {}};
+}
+
+bool ClaimsAny(qd::ByteView) { return true; }
+
+bool ClaimsRbq(qd::ByteView file) {
+  return codec::ReadRbq(file, "").is_rbq;
+}
+
+}  // namespace
+
+const std::vector<FormatEntry>& Formats() {
+  static const std::vector<FormatEntry> formats = {
+      {"rbq", "RBQ-", "rabbit-infer Q4B32 / Q8B32 block formats (spec 002)",
+       &CodecRbq, &CheckRbq, &oracle::ReadRbqFile, &ClaimsRbq, &gen::RbqValid,
+       &gen::RbqViolableRules, &gen::RbqViolation},
+      {"safetensors", "ST-", "safetensors container", &CodecSafetensors, &CheckSafetensors,
+       &oracle::ReadSafetensors, &ClaimsAny, &gen::SafetensorsValid,
+       &gen::SafetensorsViolableRules, &gen::SafetensorsViolation},
+  };
+  return formats;
+}
+
+const FormatEntry* FindFormat(std::string_view name) {
+  for (const FormatEntry& f : Formats()) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+const FormatEntry& DetectFormat(qd::ByteView file) {
+  for (const FormatEntry& f : Formats()) {
+    if (f.claims(file)) return f;
+  }
+  return Formats().back();
+}
+
+}  // namespace qd::harness

@@ -1,0 +1,59 @@
+// registry.h: the one list of formats that every front end enumerates.
+//
+// The CLI, the fuzz targets, the property tests, the campaign and the reports
+// all find formats here, so adding a format is one file per concern
+// (codecs/, oracles/, generators/) plus one entry in registry.cc.
+//
+//   for (const qd::harness::FormatEntry& f : qd::harness::Formats()) {
+//     qd::Outcome fast = f.codec_read(bytes, name);
+//     qd::Outcome truth = f.oracle_read(bytes, name);
+//   }
+#ifndef QUANTDIFF_HARNESS_REGISTRY_H_
+#define QUANTDIFF_HARNESS_REGISTRY_H_
+
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quantdiff/plain_data.h"
+
+namespace qd::harness {
+
+using Rng = std::mt19937_64;
+
+// A generated instance: file bytes and the rule it was built to violate
+// ("" for a valid instance, which both readers must accept).
+struct Generated {
+  std::vector<std::uint8_t> bytes;
+  std::string expected_rule;
+  std::string description;
+};
+
+struct FormatEntry {
+  std::string_view name;         // "safetensors", "rbq"
+  std::string_view rule_prefix;  // rules this format owns: "ST-", "RBQ-"
+  std::string_view summary;
+  // Both readers take the whole file and return findings + decoded tensors.
+  qd::Outcome (*codec_read)(qd::ByteView file, const std::string& file_name);
+  // The codec's rules alone, decoding nothing: what `check` runs, so a file
+  // larger than memory is checked through its mapping.
+  qd::Outcome (*codec_check)(qd::ByteView file, const std::string& file_name);
+  qd::Outcome (*oracle_read)(qd::ByteView file, const std::string& file_name);
+  // True when this format's rules apply to the file (codec-side detection).
+  bool (*claims)(qd::ByteView file);
+  Generated (*generate_valid)(Rng& rng);
+  // Rules the generator can violate on purpose, each reachable below.
+  std::vector<std::string> (*violable_rules)();
+  Generated (*generate_violation)(std::string_view rule, Rng& rng);
+};
+
+// Most specific first; "safetensors" (the container alone) is last.
+const std::vector<FormatEntry>& Formats();
+const FormatEntry* FindFormat(std::string_view name);
+// The first format that claims the file; the container format otherwise.
+const FormatEntry& DetectFormat(qd::ByteView file);
+
+}  // namespace qd::harness
+
+#endif  // QUANTDIFF_HARNESS_REGISTRY_H_
