@@ -288,9 +288,12 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
   // nlohmann's lexer skips a UTF-8 byte order mark; JSON does not (ST-004).
   const bool has_bom = n >= 3 && header[0] == 0xef && header[1] == 0xbb &&
                        header[2] == 0xbf;
+  // nlohmann's lexer also takes a NUL byte for the end of input, so "{}\0x"
+  // would pass; a NUL is never valid JSON text, raw or inside a string.
+  const bool has_nul = std::memchr(header, 0, n) != nullptr;
   HeaderSax sax;
   const bool parsed =
-      !has_bom && nlohmann::json::sax_parse(header, header + n, &sax,
+      !has_bom && !has_nul && nlohmann::json::sax_parse(header, header + n, &sax,
                                             nlohmann::json::input_format_t::json,
                                             /*strict=*/true,
                                             /*ignore_comments=*/false);
@@ -298,6 +301,7 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
     std::string why = "header is not UTF-8 JSON with an object at the top";
     if (sax.depth_exceeded) why = "header nests deeper than 64 containers";
     if (has_bom) why = "header starts with a byte order mark";
+    if (has_nul) why = "header contains a NUL byte";
     return sink.Refuse("ST-004", "", "header", 8, why);
   }
   if (n > 0 && IsJsonWhitespace(header[0])) {

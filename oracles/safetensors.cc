@@ -1,0 +1,981 @@
+// safetensors.cc: the oracle's strict safetensors container reader.
+//
+// Sections, in the order the catalogue (oracles/rules.json) checks them:
+//   1. length prefix ............ ST-001, ST-002, ST-003
+//   2. header text .............. ST-004 (strict UTF-8, then JSON), ST-101, ST-102
+//   3. duplicate keys ........... ST-005
+//   4. __metadata__ ............. ST-006
+//   5. tensor entries ........... ST-007, ST-008, ST-009, ST-010 (name order)
+//   6. data layout .............. ST-011, ST-012, ST-013 ((begin, end, name) order)
+//   7. decoding ................. F32, F16, BF16, F64 to binary32
+#include "oracles/safetensors.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string_view>
+#include <tuple>
+
+namespace qd::oracle {
+namespace {
+
+constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
+constexpr std::uint64_t kMaxHeaderSize = 100000000;  // ST-002
+constexpr int kMaxJsonDepth = 64;                    // ST-004
+constexpr std::int64_t kHeaderOffset = 8;            // byte_offset of header findings
+
+// ---------------------------------------------------------------------------
+// Little-endian loads, byte by byte (never an unaligned cast).
+
+std::uint16_t LoadU16(const std::uint8_t* p) {
+  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
+}
+
+std::uint32_t LoadU32(const std::uint8_t* p) {
+  std::uint32_t value = 0;
+  for (int i = 3; i >= 0; --i) value = (value << 8) | p[i];
+  return value;
+}
+
+std::uint64_t LoadU64(const std::uint8_t* p) {
+  std::uint64_t value = 0;
+  for (int i = 7; i >= 0; --i) value = (value << 8) | p[i];
+  return value;
+}
+
+// a * b, false when the product does not fit in 64 bits.
+bool MultiplyU64(std::uint64_t a, std::uint64_t b, std::uint64_t* product) {
+  if (a != 0 && b > kU64Max / a) return false;
+  *product = a * b;
+  return true;
+}
+
+// data_start + relative as a Finding byte offset (saturated at INT64_MAX).
+std::int64_t AbsoluteOffset(std::uint64_t data_start, std::uint64_t relative) {
+  const std::uint64_t limit = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  if (relative > limit - data_start) return std::numeric_limits<std::int64_t>::max();
+  return static_cast<std::int64_t>(data_start + relative);
+}
+
+// ---------------------------------------------------------------------------
+// Findings.
+
+class Reporter {
+ public:
+  Reporter(qd::Outcome* outcome, const std::string& file) : outcome_(outcome), file_(file) {}
+
+  // Appends an error (the last finding) and marks the outcome refused.
+  // Returns false so that a check can end with `return report.Error(...)`.
+  bool Error(const char* rule, const std::string& tensor, const char* field,
+             std::int64_t byte_offset, const std::string& message) {
+    Add(rule, qd::Severity::kError, tensor, field, byte_offset, message);
+    outcome_->refused = true;
+    return false;
+  }
+
+  void Warning(const char* rule, const std::string& tensor, const char* field,
+               std::int64_t byte_offset, const std::string& message) {
+    Add(rule, qd::Severity::kWarning, tensor, field, byte_offset, message);
+  }
+
+ private:
+  void Add(const char* rule, qd::Severity severity, const std::string& tensor,
+           const char* field, std::int64_t byte_offset, const std::string& message) {
+    qd::Finding finding;
+    finding.rule = rule;
+    finding.severity = severity;
+    finding.file = file_;
+    finding.tensor = tensor;
+    finding.field = field;
+    finding.byte_offset = byte_offset;
+    finding.message = message;
+    outcome_->findings.push_back(finding);
+  }
+
+  qd::Outcome* outcome_;
+  const std::string& file_;
+};
+
+// ---------------------------------------------------------------------------
+// Section 1: the length prefix (ST-001, ST-002, ST-003).
+
+bool CheckLengthPrefix(qd::ByteView file, Reporter& report, std::uint64_t* header_size) {
+  // ST-001: the file is shorter than the 8-byte header length.
+  if (file.size < 8) {
+    return report.Error("ST-001", "", "header", 0,
+                        "file is " + std::to_string(file.size) +
+                            " bytes, shorter than the 8-byte header length");
+  }
+  const std::uint64_t n = LoadU64(file.data);
+  // ST-002: the header length N is larger than 100,000,000.
+  if (n > kMaxHeaderSize) {
+    return report.Error("ST-002", "", "header", 0,
+                        "header length " + std::to_string(n) + " is larger than 100000000");
+  }
+  // ST-003: 8 + N is past the end of the file (compared without overflow).
+  if (n > static_cast<std::uint64_t>(file.size) - 8) {
+    return report.Error("ST-003", "", "header", 0,
+                        "header length " + std::to_string(n) + " runs past the end of the " +
+                            std::to_string(file.size) + "-byte file");
+  }
+  *header_size = n;
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Section 2a: strict UTF-8 (RFC 3629, section 4): every character is a
+// scalar value U+0000..U+10FFFF, not a surrogate U+D800..U+DFFF, written in
+// its shortest form.
+
+bool IsStrictUtf8(const std::uint8_t* bytes, std::size_t size, std::size_t* bad_position) {
+  std::size_t i = 0;
+  while (i < size) {
+    const std::uint8_t lead = bytes[i];
+    if (lead < 0x80) {  // 0xxxxxxx
+      i += 1;
+      continue;
+    }
+    std::size_t length = 0;
+    std::uint32_t code_point = 0;
+    std::uint32_t smallest = 0;  // below this the encoding is overlong
+    if ((lead & 0xE0) == 0xC0) {  // 110xxxxx 10xxxxxx
+      length = 2;
+      code_point = lead & 0x1F;
+      smallest = 0x80;
+    } else if ((lead & 0xF0) == 0xE0) {  // 1110xxxx 10xxxxxx 10xxxxxx
+      length = 3;
+      code_point = lead & 0x0F;
+      smallest = 0x800;
+    } else if ((lead & 0xF8) == 0xF0) {  // 11110xxx 10xxxxxx 10xxxxxx 10xxxxxx
+      length = 4;
+      code_point = lead & 0x07;
+      smallest = 0x10000;
+    } else {  // a continuation byte as lead, or 0xF8..0xFF
+      *bad_position = i;
+      return false;
+    }
+    if (size - i < length) {  // truncated sequence
+      *bad_position = i;
+      return false;
+    }
+    for (std::size_t k = 1; k < length; ++k) {
+      const std::uint8_t next = bytes[i + k];
+      if ((next & 0xC0) != 0x80) {
+        *bad_position = i;
+        return false;
+      }
+      code_point = (code_point << 6) | (next & 0x3F);
+    }
+    const bool overlong = code_point < smallest;
+    const bool surrogate = code_point >= 0xD800 && code_point <= 0xDFFF;
+    const bool too_large = code_point > 0x10FFFF;
+    if (overlong || surrogate || too_large) {
+      *bad_position = i;
+      return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Section 2b: the JSON text (RFC 8259). The parser keeps the whole document
+// as a flat list of nodes (document order) so that the later rules can look
+// at any object. Strings are stored unescaped in one text arena; numbers
+// keep their token as written. Nesting is capped at kMaxJsonDepth, so the
+// recursion is bounded.
+
+enum class JsonKind : std::uint8_t { kObject, kArray, kString, kNumber, kTrue, kFalse, kNull };
+
+constexpr std::uint32_t kNoNode = 0xFFFFFFFFu;
+
+struct JsonNode {
+  JsonKind kind = JsonKind::kNull;
+  std::uint32_t text_begin = 0;  // kString: unescaped bytes; kNumber: the token
+  std::uint32_t text_size = 0;
+  std::uint32_t key_begin = 0;  // the member key (unescaped) when the parent is an object
+  std::uint32_t key_size = 0;
+  std::uint32_t first_child = kNoNode;
+  std::uint32_t next_sibling = kNoNode;
+  std::uint32_t child_count = 0;
+};
+
+struct JsonDocument {
+  std::vector<JsonNode> nodes;  // nodes[0] is the top-level object
+  std::string text;             // arena of string bytes and number tokens
+
+  std::string_view Text(std::uint32_t node) const {
+    return std::string_view(text).substr(nodes[node].text_begin, nodes[node].text_size);
+  }
+  std::string_view Key(std::uint32_t node) const {
+    return std::string_view(text).substr(nodes[node].key_begin, nodes[node].key_size);
+  }
+  // The member value named key of an object node, or kNoNode.
+  std::uint32_t FindMember(std::uint32_t object, std::string_view key) const {
+    for (std::uint32_t child = nodes[object].first_child; child != kNoNode;
+         child = nodes[child].next_sibling) {
+      if (Key(child) == key) return child;
+    }
+    return kNoNode;
+  }
+};
+
+class JsonParser {
+ public:
+  JsonParser(const std::uint8_t* bytes, std::size_t size, JsonDocument* document)
+      : bytes_(bytes), size_(size), document_(document) {}
+
+  // JSON-text = ws object ws  (this format requires the value to be an object).
+  bool ParseText() {
+    SkipWhitespace();
+    if (AtEnd() || bytes_[pos_] != '{') return Fail("the top-level value is not an object");
+    const std::uint32_t top = NewNode(JsonKind::kObject);
+    if (!ParseObject(1, top)) return false;
+    SkipWhitespace();
+    if (!AtEnd()) return Fail("bytes other than JSON whitespace follow the top-level object");
+    return true;
+  }
+
+  const std::string& error() const { return error_; }
+  std::size_t error_position() const { return error_position_; }
+
+ private:
+  bool AtEnd() const { return pos_ >= size_; }
+
+  bool Fail(const char* what) {
+    error_ = what;
+    error_position_ = pos_;
+    return false;
+  }
+
+  // ws = *( %x20 / %x09 / %x0A / %x0D )
+  void SkipWhitespace() {
+    while (!AtEnd()) {
+      const std::uint8_t c = bytes_[pos_];
+      if (c != 0x20 && c != 0x09 && c != 0x0A && c != 0x0D) break;
+      ++pos_;
+    }
+  }
+
+  std::uint32_t NewNode(JsonKind kind) {
+    JsonNode node;
+    node.kind = kind;
+    document_->nodes.push_back(node);
+    return static_cast<std::uint32_t>(document_->nodes.size() - 1);
+  }
+
+  // Links child as the last child of parent (last is the previous last child).
+  void AppendChild(std::uint32_t parent, std::uint32_t* last, std::uint32_t child) {
+    std::vector<JsonNode>& nodes = document_->nodes;
+    if (*last == kNoNode) {
+      nodes[parent].first_child = child;
+    } else {
+      nodes[*last].next_sibling = child;
+    }
+    *last = child;
+    nodes[parent].child_count += 1;
+  }
+
+  // value = false / null / true / object / array / number / string
+  // depth is the nesting depth the value has if it is an object or array.
+  bool ParseValue(int depth, std::uint32_t* node) {
+    if (AtEnd()) return Fail("a value is expected");
+    const std::uint8_t c = bytes_[pos_];
+    if (c == '{' || c == '[') {
+      if (depth > kMaxJsonDepth) return Fail("more than 64 nested objects and arrays");
+      if (c == '{') {
+        *node = NewNode(JsonKind::kObject);
+        return ParseObject(depth, *node);
+      }
+      *node = NewNode(JsonKind::kArray);
+      return ParseArray(depth, *node);
+    }
+    if (c == '"') {
+      *node = NewNode(JsonKind::kString);
+      std::uint32_t begin = 0;
+      std::uint32_t size = 0;
+      if (!ParseString(&begin, &size)) return false;
+      document_->nodes[*node].text_begin = begin;
+      document_->nodes[*node].text_size = size;
+      return true;
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      *node = NewNode(JsonKind::kNumber);
+      return ParseNumber(*node);
+    }
+    if (c == 't') {
+      *node = NewNode(JsonKind::kTrue);
+      return ParseLiteral("true");
+    }
+    if (c == 'f') {
+      *node = NewNode(JsonKind::kFalse);
+      return ParseLiteral("false");
+    }
+    if (c == 'n') {
+      *node = NewNode(JsonKind::kNull);
+      return ParseLiteral("null");
+    }
+    return Fail("a value is expected");
+  }
+
+  // object = begin-object [ member *( value-separator member ) ] end-object
+  // member = string name-separator value
+  bool ParseObject(int depth, std::uint32_t object) {
+    ++pos_;  // '{'
+    SkipWhitespace();
+    if (!AtEnd() && bytes_[pos_] == '}') {
+      ++pos_;
+      return true;
+    }
+    std::uint32_t last = kNoNode;
+    while (true) {
+      if (AtEnd() || bytes_[pos_] != '"') return Fail("an object key string is expected");
+      std::uint32_t key_begin = 0;
+      std::uint32_t key_size = 0;
+      if (!ParseString(&key_begin, &key_size)) return false;
+      SkipWhitespace();
+      if (AtEnd() || bytes_[pos_] != ':') return Fail("':' is expected after an object key");
+      ++pos_;
+      SkipWhitespace();
+      std::uint32_t child = kNoNode;
+      if (!ParseValue(depth + 1, &child)) return false;
+      document_->nodes[child].key_begin = key_begin;
+      document_->nodes[child].key_size = key_size;
+      AppendChild(object, &last, child);
+      SkipWhitespace();
+      if (AtEnd()) return Fail("the object is not closed");
+      if (bytes_[pos_] == ',') {
+        ++pos_;
+        SkipWhitespace();
+        continue;
+      }
+      if (bytes_[pos_] == '}') {
+        ++pos_;
+        return true;
+      }
+      return Fail("',' or '}' is expected in an object");
+    }
+  }
+
+  // array = begin-array [ value *( value-separator value ) ] end-array
+  bool ParseArray(int depth, std::uint32_t array) {
+    ++pos_;  // '['
+    SkipWhitespace();
+    if (!AtEnd() && bytes_[pos_] == ']') {
+      ++pos_;
+      return true;
+    }
+    std::uint32_t last = kNoNode;
+    while (true) {
+      std::uint32_t child = kNoNode;
+      if (!ParseValue(depth + 1, &child)) return false;
+      AppendChild(array, &last, child);
+      SkipWhitespace();
+      if (AtEnd()) return Fail("the array is not closed");
+      if (bytes_[pos_] == ',') {
+        ++pos_;
+        SkipWhitespace();
+        continue;
+      }
+      if (bytes_[pos_] == ']') {
+        ++pos_;
+        return true;
+      }
+      return Fail("',' or ']' is expected in an array");
+    }
+  }
+
+  // 4HEXDIG, either case.
+  bool ParseHex4(std::uint32_t* unit) {
+    if (size_ - pos_ < 4) return Fail("\\u needs four hex digits");
+    std::uint32_t value = 0;
+    for (int i = 0; i < 4; ++i) {
+      const std::uint8_t c = bytes_[pos_ + i];
+      std::uint32_t digit = 0;
+      if (c >= '0' && c <= '9') {
+        digit = c - '0';
+      } else if (c >= 'a' && c <= 'f') {
+        digit = c - 'a' + 10;
+      } else if (c >= 'A' && c <= 'F') {
+        digit = c - 'A' + 10;
+      } else {
+        return Fail("\\u needs four hex digits");
+      }
+      value = (value << 4) | digit;
+    }
+    pos_ += 4;
+    *unit = value;
+    return true;
+  }
+
+  void AppendUtf8(std::uint32_t code_point) {
+    std::string& out = document_->text;
+    if (code_point < 0x80) {
+      out.push_back(static_cast<char>(code_point));
+    } else if (code_point < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | (code_point >> 6)));
+      out.push_back(static_cast<char>(0x80 | (code_point & 0x3F)));
+    } else if (code_point < 0x10000) {
+      out.push_back(static_cast<char>(0xE0 | (code_point >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((code_point >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (code_point & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xF0 | (code_point >> 18)));
+      out.push_back(static_cast<char>(0x80 | ((code_point >> 12) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | ((code_point >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (code_point & 0x3F)));
+    }
+  }
+
+  // string = quotation-mark *char quotation-mark. The unescaped bytes are
+  // appended to the arena; *begin and *size locate them.
+  bool ParseString(std::uint32_t* begin, std::uint32_t* size) {
+    std::string& out = document_->text;
+    *begin = static_cast<std::uint32_t>(out.size());
+    ++pos_;  // opening '"'
+    while (true) {
+      if (AtEnd()) return Fail("the string is not closed");
+      const std::uint8_t c = bytes_[pos_];
+      if (c == '"') {
+        ++pos_;
+        break;
+      }
+      if (c < 0x20) return Fail("a raw control character inside a string");
+      if (c != '\\') {
+        out.push_back(static_cast<char>(c));  // UTF-8 was validated beforehand
+        ++pos_;
+        continue;
+      }
+      ++pos_;  // '\\'
+      if (AtEnd()) return Fail("the string ends inside an escape");
+      const std::uint8_t e = bytes_[pos_];
+      ++pos_;
+      if (e == '"') {
+        out.push_back('"');
+      } else if (e == '\\') {
+        out.push_back('\\');
+      } else if (e == '/') {
+        out.push_back('/');
+      } else if (e == 'b') {
+        out.push_back('\b');
+      } else if (e == 'f') {
+        out.push_back('\f');
+      } else if (e == 'n') {
+        out.push_back('\n');
+      } else if (e == 'r') {
+        out.push_back('\r');
+      } else if (e == 't') {
+        out.push_back('\t');
+      } else if (e == 'u') {
+        std::uint32_t unit = 0;
+        if (!ParseHex4(&unit)) return false;
+        std::uint32_t code_point = unit;
+        if (unit >= 0xD800 && unit <= 0xDBFF) {
+          // A high surrogate must be followed at once by \u and a low one.
+          if (size_ - pos_ < 2 || bytes_[pos_] != '\\' || bytes_[pos_ + 1] != 'u') {
+            return Fail("a lone high surrogate escape");
+          }
+          pos_ += 2;
+          std::uint32_t low = 0;
+          if (!ParseHex4(&low)) return false;
+          if (low < 0xDC00 || low > 0xDFFF) return Fail("a high surrogate without its low surrogate");
+          code_point = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+        } else if (unit >= 0xDC00 && unit <= 0xDFFF) {
+          return Fail("a lone low surrogate escape");
+        }
+        AppendUtf8(code_point);
+      } else {
+        return Fail("an unknown escape in a string");
+      }
+    }
+    *size = static_cast<std::uint32_t>(out.size() - *begin);
+    return true;
+  }
+
+  // number = [ minus ] int [ frac ] [ exp ]
+  // int = zero / ( digit1-9 *DIGIT ); frac = "." 1*DIGIT; exp = e [ - / + ] 1*DIGIT
+  bool ParseNumber(std::uint32_t node) {
+    const std::size_t start = pos_;
+    if (bytes_[pos_] == '-') ++pos_;
+    if (AtEnd()) return Fail("a number needs digits");
+    if (bytes_[pos_] == '0') {
+      ++pos_;
+    } else if (bytes_[pos_] >= '1' && bytes_[pos_] <= '9') {
+      while (!AtEnd() && IsDigit(bytes_[pos_])) ++pos_;
+    } else {
+      return Fail("a number needs digits");
+    }
+    if (!AtEnd() && bytes_[pos_] == '.') {
+      ++pos_;
+      if (AtEnd() || !IsDigit(bytes_[pos_])) return Fail("a fraction needs digits");
+      while (!AtEnd() && IsDigit(bytes_[pos_])) ++pos_;
+    }
+    if (!AtEnd() && (bytes_[pos_] == 'e' || bytes_[pos_] == 'E')) {
+      ++pos_;
+      if (!AtEnd() && (bytes_[pos_] == '+' || bytes_[pos_] == '-')) ++pos_;
+      if (AtEnd() || !IsDigit(bytes_[pos_])) return Fail("an exponent needs digits");
+      while (!AtEnd() && IsDigit(bytes_[pos_])) ++pos_;
+    }
+    // ST-004 decision (rules.json): a number whose value rounds to infinity
+    // in binary64 is refused, as the reference reader's JSON library does.
+    const std::string token(reinterpret_cast<const char*>(bytes_ + start), pos_ - start);
+    if (std::isinf(std::strtod(token.c_str(), nullptr))) {
+      return Fail("a number overflows binary64");
+    }
+    std::string& out = document_->text;
+    document_->nodes[node].text_begin = static_cast<std::uint32_t>(out.size());
+    document_->nodes[node].text_size = static_cast<std::uint32_t>(pos_ - start);
+    out.append(reinterpret_cast<const char*>(bytes_ + start), pos_ - start);
+    return true;
+  }
+
+  static bool IsDigit(std::uint8_t c) { return c >= '0' && c <= '9'; }
+
+  bool ParseLiteral(const char* word) {
+    const std::size_t length = std::strlen(word);
+    if (size_ - pos_ < length || std::memcmp(bytes_ + pos_, word, length) != 0) {
+      return Fail("an unknown literal");
+    }
+    pos_ += length;
+    return true;
+  }
+
+  const std::uint8_t* bytes_;
+  std::size_t size_;
+  std::size_t pos_ = 0;
+  JsonDocument* document_;
+  std::string error_;
+  std::size_t error_position_ = 0;
+};
+
+// ST-004: the header is strict UTF-8 JSON whose top level is an object.
+bool CheckHeaderJson(const std::uint8_t* header, std::uint64_t size, Reporter& report,
+                     JsonDocument* document) {
+  std::size_t bad = 0;
+  if (!IsStrictUtf8(header, size, &bad)) {
+    return report.Error("ST-004", "", "header", kHeaderOffset,
+                        "header byte " + std::to_string(bad) + " is not strict UTF-8");
+  }
+  JsonParser parser(header, size, document);
+  if (!parser.ParseText()) {
+    return report.Error("ST-004", "", "header", kHeaderOffset,
+                        "header is not JSON at byte " + std::to_string(parser.error_position()) +
+                            ": " + parser.error());
+  }
+  return true;
+}
+
+// ST-101 and ST-102: warnings reported right after ST-004 passes.
+void CheckHeaderPadding(const std::uint8_t* header, std::uint64_t size, Reporter& report) {
+  // ST-101: the header starts with JSON whitespace before the object.
+  const std::uint8_t first = header[0];  // size >= 2: ST-004 passed
+  if (first == 0x20 || first == 0x09 || first == 0x0A || first == 0x0D) {
+    report.Warning("ST-101", "", "header", kHeaderOffset,
+                   "the header starts with JSON whitespace before the top-level object");
+  }
+  // ST-102: N is not a multiple of 8.
+  if (size % 8 != 0) {
+    report.Warning("ST-102", "", "header", kHeaderOffset,
+                   "header length " + std::to_string(size) + " is not a multiple of 8");
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Section 3: duplicate keys (ST-005), in every object of the document.
+
+bool CheckDuplicateKeys(const JsonDocument& document, Reporter& report) {
+  std::vector<std::string_view> keys;
+  for (std::uint32_t node = 0; node < document.nodes.size(); ++node) {
+    if (document.nodes[node].kind != JsonKind::kObject) continue;
+    keys.clear();
+    for (std::uint32_t child = document.nodes[node].first_child; child != kNoNode;
+         child = document.nodes[child].next_sibling) {
+      keys.push_back(document.Key(child));
+    }
+    std::sort(keys.begin(), keys.end());  // byte order (char_traits compares unsigned)
+    for (std::size_t i = 1; i < keys.size(); ++i) {
+      // ST-005: a key appears twice in one object, compared after unescaping.
+      if (keys[i] == keys[i - 1]) {
+        return report.Error("ST-005", "", "header", kHeaderOffset,
+                            "the key \"" + std::string(keys[i]) + "\" appears twice in one object");
+      }
+    }
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Section 4: __metadata__ (ST-006).
+
+bool CheckMetadata(const JsonDocument& document, Reporter& report, Container* container) {
+  const std::uint32_t metadata = document.FindMember(0, "__metadata__");
+  if (metadata == kNoNode) return true;
+  // ST-006: __metadata__ is an object whose values are all strings (null is not).
+  if (document.nodes[metadata].kind != JsonKind::kObject) {
+    return report.Error("ST-006", "", "__metadata__", kHeaderOffset,
+                        "__metadata__ is not an object");
+  }
+  container->has_metadata = true;
+  for (std::uint32_t child = document.nodes[metadata].first_child; child != kNoNode;
+       child = document.nodes[child].next_sibling) {
+    if (document.nodes[child].kind != JsonKind::kString) {
+      return report.Error("ST-006", "", "__metadata__", kHeaderOffset,
+                          "__metadata__ value \"" + std::string(document.Key(child)) +
+                              "\" is not a string");
+    }
+    container->metadata.emplace_back(std::string(document.Key(child)),
+                                     std::string(document.Text(child)));
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Section 5: the tensor entries (ST-007..ST-010), visited in name order.
+
+// Bits per element of a known dtype, 0 for the block dtypes, -1 when unknown.
+int DtypeBits(std::string_view dtype) {
+  if (dtype == "BOOL" || dtype == "U8" || dtype == "I8") return 8;
+  if (dtype == "F8_E5M2" || dtype == "F8_E4M3" || dtype == "F8_E8M0") return 8;
+  if (dtype == "F4") return 4;
+  if (dtype == "F6_E2M3" || dtype == "F6_E3M2") return 6;
+  if (dtype == "I16" || dtype == "U16" || dtype == "F16" || dtype == "BF16") return 16;
+  if (dtype == "I32" || dtype == "U32" || dtype == "F32") return 32;
+  if (dtype == "C64" || dtype == "F64" || dtype == "I64" || dtype == "U64") return 64;
+  if (dtype == "Q4B32" || dtype == "Q8B32") return 0;
+  return -1;
+}
+
+bool IsBlockDtype(std::string_view dtype) { return dtype == "Q4B32" || dtype == "Q8B32"; }
+
+// A non-negative integer: a JSON number token of digits only whose value
+// fits in 64 bits.
+bool ReadNonNegativeInteger(const JsonDocument& document, std::uint32_t node, std::uint64_t* value) {
+  if (document.nodes[node].kind != JsonKind::kNumber) return false;
+  const std::string_view token = document.Text(node);
+  if (token.empty()) return false;
+  std::uint64_t result = 0;
+  for (const char c : token) {
+    if (c < '0' || c > '9') return false;
+    const std::uint64_t digit = static_cast<std::uint64_t>(c - '0');
+    if (result > (kU64Max - digit) / 10) return false;  // > 2^64 - 1
+    result = result * 10 + digit;
+  }
+  *value = result;
+  return true;
+}
+
+struct TensorDraft {
+  ContainerTensor tensor;
+  std::uint32_t node = kNoNode;  // the entry value
+  int bits = 0;                  // bits per element; 0 for a block dtype
+  bool block = false;
+};
+
+// ST-007: every entry is an object with a known dtype string and a shape
+// array of non-negative integers (data_offsets must be present).
+bool CheckTensorEntries(const JsonDocument& document, Reporter& report,
+                        std::vector<TensorDraft>* drafts) {
+  for (TensorDraft& draft : *drafts) {
+    const std::string& name = draft.tensor.name;
+    // ST-007: the entry is an object.
+    if (document.nodes[draft.node].kind != JsonKind::kObject) {
+      return report.Error("ST-007", name, "", kHeaderOffset, "the tensor entry is not an object");
+    }
+    const std::uint32_t dtype = document.FindMember(draft.node, "dtype");
+    const std::uint32_t shape = document.FindMember(draft.node, "shape");
+    const std::uint32_t offsets = document.FindMember(draft.node, "data_offsets");
+    // ST-007: dtype, shape and data_offsets are present.
+    if (dtype == kNoNode) {
+      return report.Error("ST-007", name, "dtype", kHeaderOffset, "the tensor entry lacks dtype");
+    }
+    if (shape == kNoNode) {
+      return report.Error("ST-007", name, "shape", kHeaderOffset, "the tensor entry lacks shape");
+    }
+    if (offsets == kNoNode) {
+      return report.Error("ST-007", name, "data_offsets", kHeaderOffset,
+                          "the tensor entry lacks data_offsets");
+    }
+    // ST-007: dtype is a known dtype string.
+    if (document.nodes[dtype].kind != JsonKind::kString) {
+      return report.Error("ST-007", name, "dtype", kHeaderOffset, "dtype is not a string");
+    }
+    const int bits = DtypeBits(document.Text(dtype));
+    if (bits < 0) {
+      return report.Error("ST-007", name, "dtype", kHeaderOffset,
+                          "dtype \"" + std::string(document.Text(dtype)) + "\" is not known");
+    }
+    draft.tensor.dtype = std::string(document.Text(dtype));
+    draft.bits = bits;
+    draft.block = IsBlockDtype(draft.tensor.dtype);
+    // ST-007: shape is an array of non-negative integers.
+    if (document.nodes[shape].kind != JsonKind::kArray) {
+      return report.Error("ST-007", name, "shape", kHeaderOffset, "shape is not an array");
+    }
+    for (std::uint32_t item = document.nodes[shape].first_child; item != kNoNode;
+         item = document.nodes[item].next_sibling) {
+      std::uint64_t dimension = 0;
+      if (!ReadNonNegativeInteger(document, item, &dimension)) {
+        return report.Error("ST-007", name, "shape", kHeaderOffset,
+                            "a shape item is not a non-negative 64-bit integer");
+      }
+      draft.tensor.shape.push_back(dimension);
+    }
+  }
+  return true;
+}
+
+// ST-008: the element count, and for non-block dtypes the size in bits,
+// fit in 64 bits. The product is taken left to right over the shape.
+bool CheckTensorSizes(Reporter& report, std::vector<TensorDraft>* drafts) {
+  for (TensorDraft& draft : *drafts) {
+    std::uint64_t count = 1;
+    for (const std::uint64_t dimension : draft.tensor.shape) {
+      // ST-008: the element count overflows.
+      if (!MultiplyU64(count, dimension, &count)) {
+        return report.Error("ST-008", draft.tensor.name, "shape", kHeaderOffset,
+                            "the element count overflows 64 bits");
+      }
+    }
+    draft.tensor.element_count = count;
+    std::uint64_t bits = 0;
+    // ST-008: the size in bits overflows (not for block dtypes).
+    if (!draft.block && !MultiplyU64(count, static_cast<std::uint64_t>(draft.bits), &bits)) {
+      return report.Error("ST-008", draft.tensor.name, "shape", kHeaderOffset,
+                          "the size in bits overflows 64 bits");
+    }
+  }
+  return true;
+}
+
+// ST-009: data_offsets is an array of exactly two non-negative integers with
+// begin <= end.
+bool CheckDataOffsets(const JsonDocument& document, Reporter& report,
+                      std::vector<TensorDraft>* drafts) {
+  for (TensorDraft& draft : *drafts) {
+    const std::string& name = draft.tensor.name;
+    const std::uint32_t offsets = document.FindMember(draft.node, "data_offsets");
+    // ST-009: an array of exactly two non-negative integers, begin <= end.
+    if (document.nodes[offsets].kind != JsonKind::kArray ||
+        document.nodes[offsets].child_count != 2) {
+      return report.Error("ST-009", name, "data_offsets",
+                          kHeaderOffset, "data_offsets is not an array of two integers");
+    }
+    const std::uint32_t first = document.nodes[offsets].first_child;
+    const std::uint32_t second = document.nodes[first].next_sibling;
+    std::uint64_t begin = 0;
+    std::uint64_t end = 0;
+    if (!ReadNonNegativeInteger(document, first, &begin) ||
+        !ReadNonNegativeInteger(document, second, &end)) {
+      return report.Error("ST-009", name, "data_offsets", kHeaderOffset,
+                          "a data_offsets item is not a non-negative 64-bit integer");
+    }
+    if (begin > end) {
+      return report.Error("ST-009", name, "data_offsets", kHeaderOffset,
+                          "data_offsets begin " + std::to_string(begin) + " is after end " +
+                              std::to_string(end));
+    }
+    draft.tensor.begin = begin;
+    draft.tensor.end = end;
+  }
+  return true;
+}
+
+// ST-010 (non-block dtypes): end - begin is element count * bits / 8, and
+// the bits fill whole bytes.
+bool CheckByteLengths(Reporter& report, const std::vector<TensorDraft>& drafts) {
+  for (const TensorDraft& draft : drafts) {
+    if (draft.block) continue;  // checked by RBQ-004
+    const std::uint64_t bits = draft.tensor.element_count * static_cast<std::uint64_t>(draft.bits);
+    // ST-010: whole bytes, and end - begin = bits / 8.
+    if (bits % 8 != 0) {
+      return report.Error("ST-010", draft.tensor.name, "data_offsets", kHeaderOffset,
+                          "the tensor's " + std::to_string(bits) + " bits do not fill whole bytes");
+    }
+    if (draft.tensor.end - draft.tensor.begin != bits / 8) {
+      return report.Error("ST-010", draft.tensor.name, "data_offsets", kHeaderOffset,
+                          "data_offsets cover " + std::to_string(draft.tensor.end - draft.tensor.begin) +
+                              " bytes, the shape and dtype need " + std::to_string(bits / 8));
+    }
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Section 6: the data layout (ST-011, ST-012, ST-013), tensors sorted by
+// (begin, end, name).
+
+bool DataOrder(const ContainerTensor& a, const ContainerTensor& b) {
+  return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
+}
+
+// ST-011: the tensors cover the data contiguously from offset 0.
+bool CheckDataLayout(Reporter& report, const std::vector<ContainerTensor>& tensors,
+                     std::uint64_t* last_end) {
+  std::uint64_t expected = 0;
+  for (const ContainerTensor& tensor : tensors) {
+    // ST-011: the tensor begins where the one before it ends.
+    if (tensor.begin != expected) {
+      return report.Error("ST-011", tensor.name, "data_offsets", kHeaderOffset,
+                          tensor.begin > expected
+                              ? "a hole before the tensor: it begins at " + std::to_string(tensor.begin) +
+                                    ", the data before it ends at " + std::to_string(expected)
+                              : "the tensor overlaps the one before it: it begins at " +
+                                    std::to_string(tensor.begin) + ", the data before it ends at " +
+                                    std::to_string(expected));
+    }
+    expected = tensor.end;
+  }
+  *last_end = expected;
+  return true;
+}
+
+// ST-012 / ST-013: the data section is exactly as long as the last end.
+bool CheckDataLength(qd::ByteView file, Reporter& report, const std::vector<ContainerTensor>& tensors,
+                     std::uint64_t header_size, std::uint64_t last_end) {
+  const std::uint64_t data_start = 8 + header_size;
+  const std::uint64_t data_length = static_cast<std::uint64_t>(file.size) - data_start;
+  if (last_end < data_length) {
+    // ST-012: trailing bytes after the last tensor.
+    return report.Error("ST-012", "", "data", AbsoluteOffset(data_start, last_end),
+                        "the data section is " + std::to_string(data_length) +
+                            " bytes, the tensors end at " + std::to_string(last_end));
+  }
+  if (last_end > data_length) {
+    // ST-013: the last tensor runs past the end of the file.
+    const ContainerTensor& last = tensors.back();  // last_end > 0, so there is one
+    return report.Error("ST-013", last.name, "data", AbsoluteOffset(data_start, last.begin),
+                        "the tensors end at " + std::to_string(last_end) +
+                            ", the data section is only " + std::to_string(data_length) + " bytes");
+  }
+  return true;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// The container stage, every rule in catalogue order.
+
+bool CheckContainer(qd::ByteView file, const std::string& file_name, qd::Outcome* outcome,
+                    Container* container) {
+  Reporter report(outcome, file_name);
+  std::uint64_t header_size = 0;
+  if (!CheckLengthPrefix(file, report, &header_size)) return false;  // ST-001..ST-003
+  const std::uint8_t* header = file.data + 8;
+
+  JsonDocument document;
+  if (!CheckHeaderJson(header, header_size, report, &document)) return false;  // ST-004
+  CheckHeaderPadding(header, header_size, report);                             // ST-101, ST-102
+  if (!CheckDuplicateKeys(document, report)) return false;                     // ST-005
+  if (!CheckMetadata(document, report, container)) return false;               // ST-006
+
+  // Every other top-level key is a tensor; visit them in name byte order.
+  std::vector<TensorDraft> drafts;
+  for (std::uint32_t child = document.nodes[0].first_child; child != kNoNode;
+       child = document.nodes[child].next_sibling) {
+    if (document.Key(child) == "__metadata__") continue;
+    TensorDraft draft;
+    draft.tensor.name = std::string(document.Key(child));
+    draft.node = child;
+    drafts.push_back(draft);
+  }
+  std::sort(drafts.begin(), drafts.end(),
+            [](const TensorDraft& a, const TensorDraft& b) { return a.tensor.name < b.tensor.name; });
+
+  if (!CheckTensorEntries(document, report, &drafts)) return false;  // ST-007
+  if (!CheckTensorSizes(report, &drafts)) return false;              // ST-008
+  if (!CheckDataOffsets(document, report, &drafts)) return false;    // ST-009
+  if (!CheckByteLengths(report, drafts)) return false;               // ST-010
+
+  std::vector<ContainerTensor> tensors;
+  for (TensorDraft& draft : drafts) tensors.push_back(std::move(draft.tensor));
+  std::sort(tensors.begin(), tensors.end(), DataOrder);
+  std::uint64_t last_end = 0;
+  if (!CheckDataLayout(report, tensors, &last_end)) return false;                      // ST-011
+  if (!CheckDataLength(file, report, tensors, header_size, last_end)) return false;  // ST-012, ST-013
+
+  container->header_size = header_size;
+  container->data_start = 8 + header_size;
+  container->tensors = std::move(tensors);
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Section 7: decoding the floating point dtypes.
+
+float HalfToFloat(std::uint16_t half) {
+  const std::uint32_t sign = (half >> 15) & 0x1;
+  const std::uint32_t exponent = (half >> 10) & 0x1F;
+  std::uint32_t mantissa = half & 0x3FF;
+  std::uint32_t bits = 0;
+  if (exponent == 0x1F) {
+    // Infinity or NaN: exponent all ones, the payload moves to the top.
+    bits = (sign << 31) | 0x7F800000u | (mantissa << 13);
+  } else if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign << 31;  // +-0
+    } else {
+      // Subnormal: mantissa * 2^-24. Shift until the leading one reaches
+      // bit 10, lowering the exponent by one per shift.
+      int unbiased = -14;
+      while ((mantissa & 0x400) == 0) {
+        mantissa <<= 1;
+        unbiased -= 1;
+      }
+      mantissa &= 0x3FF;
+      bits = (sign << 31) | (static_cast<std::uint32_t>(unbiased + 127) << 23) | (mantissa << 13);
+    }
+  } else {
+    // Normal: rebias the exponent from 15 to 127.
+    bits = (sign << 31) | ((exponent - 15 + 127) << 23) | (mantissa << 13);
+  }
+  float value = 0.0f;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+bool IsFloatDtype(const std::string& dtype) {
+  return dtype == "F32" || dtype == "F16" || dtype == "BF16" || dtype == "F64";
+}
+
+qd::DecodedTensor DecodeFloatTensor(qd::ByteView file, const Container& container,
+                                    const ContainerTensor& tensor) {
+  qd::DecodedTensor decoded;
+  decoded.name = tensor.name;
+  decoded.shape = tensor.shape;
+  // ST-010 and ST-013 passed: element_count * size bytes lie inside the file.
+  const std::uint8_t* data = file.data + container.data_start + tensor.begin;
+  decoded.values.resize(tensor.element_count);
+  for (std::uint64_t i = 0; i < tensor.element_count; ++i) {
+    float value = 0.0f;
+    if (tensor.dtype == "F32") {
+      const std::uint32_t bits = LoadU32(data + 4 * i);
+      std::memcpy(&value, &bits, sizeof value);
+    } else if (tensor.dtype == "F16") {
+      value = HalfToFloat(LoadU16(data + 2 * i));
+    } else if (tensor.dtype == "BF16") {
+      const std::uint32_t bits = static_cast<std::uint32_t>(LoadU16(data + 2 * i)) << 16;
+      std::memcpy(&value, &bits, sizeof value);
+    } else {  // F64, rounded to nearest even by the conversion
+      const std::uint64_t bits = LoadU64(data + 8 * i);
+      double wide = 0.0;
+      std::memcpy(&wide, &bits, sizeof wide);
+      value = static_cast<float>(wide);
+    }
+    decoded.values[i] = value;
+  }
+  return decoded;
+}
+
+qd::Outcome ReadSafetensors(qd::ByteView file, const std::string& file_name) {
+  qd::Outcome outcome;
+  Container container;
+  if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
+  for (const ContainerTensor& tensor : container.tensors) {
+    if (IsFloatDtype(tensor.dtype)) outcome.tensors.push_back(DecodeFloatTensor(file, container, tensor));
+  }
+  return outcome;
+}
+
+}  // namespace qd::oracle
