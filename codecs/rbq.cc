@@ -138,6 +138,9 @@ class FindingSink {
   const std::string& file_;
 };
 
+// Findings about the header point at its first byte (rules.json conventions).
+constexpr std::int64_t kHeaderOffset = 8;
+
 bool IsBlockDtype(Dtype d) { return d == Dtype::kQ4B32 || d == Dtype::kQ8B32; }
 int BitsOf(Dtype d) { return d == Dtype::kQ4B32 ? 4 : 8; }
 
@@ -167,8 +170,7 @@ RbqResult ReadRbq(qd::ByteView file, const std::string& file_name) {
 
   for (const TensorEntry& t : c.tensors) {  // RBQ-001
     if (first_block != nullptr && IsBlockDtype(t.dtype) && t.dtype != first_block->dtype) {
-      sink.Add("RBQ-001", qd::Severity::kError, t.name, "dtype",
-               static_cast<std::int64_t>(c.data_start + t.begin),
+      sink.Add("RBQ-001", qd::Severity::kError, t.name, "dtype", kHeaderOffset,
                "file mixes Q4B32 and Q8B32: " + t.name + " is " +
                    std::string(InfoOf(t.dtype).name) + ", " + first_block->name +
                    " is " + std::string(InfoOf(first_block->dtype).name));
@@ -189,23 +191,26 @@ RbqResult ReadRbq(qd::ByteView file, const std::string& file_name) {
     const std::string* block = c.Metadata("block");
     const std::string* scale = c.Metadata("scale");
     std::string problem;
+    std::string field;  // the metadata key at fault
     if (!c.has_metadata) {
-      problem = "__metadata__ is absent";
+      problem = "__metadata__ is absent", field = "__metadata__";
     } else if (bits == 0 || format == nullptr || *format != want_format) {
-      problem = "format is not " + want_format;
+      problem = bits == 0 ? "no block tensor and format declares no width"
+                          : "format is not " + want_format;
+      field = "format";
     } else if (block == nullptr || *block != "32") {
-      problem = "block is not \"32\"";
+      problem = "block is not \"32\"", field = "block";
     } else if (scale == nullptr || *scale != "f16") {
-      problem = "scale is not \"f16\"";
+      problem = "scale is not \"f16\"", field = "scale";
     }
     if (!problem.empty()) {
-      sink.Add("RBQ-002", qd::Severity::kError, "", "__metadata__", 8, problem);
+      sink.Add("RBQ-002", qd::Severity::kError, "", field, kHeaderOffset, problem);
       return result;
     }
   }
   result.bits = bits;
   for (const TensorEntry& t : c.tensors) {  // RBQ-003, RBQ-101
-    const std::int64_t at = static_cast<std::int64_t>(c.data_start + t.begin);
+    const std::int64_t at = kHeaderOffset;
     if (IsBlockDtype(t.dtype)) {
       if (t.shape.size() != 2 || t.shape[1] % kRbqBlockWeights != 0) {
         sink.Add("RBQ-003", qd::Severity::kError, t.name, "shape", at,
@@ -225,8 +230,7 @@ RbqResult ReadRbq(qd::ByteView file, const std::string& file_name) {
         __builtin_mul_overflow(t.shape[0], t.shape[1] / kRbqBlockWeights, &want) ||
         __builtin_mul_overflow(want, block_bytes, &want);
     if (overflow || t.end - t.begin != want) {
-      sink.Add("RBQ-004", qd::Severity::kError, t.name, "data_offsets",
-               static_cast<std::int64_t>(c.data_start + t.begin),
+      sink.Add("RBQ-004", qd::Severity::kError, t.name, "data_offsets", kHeaderOffset,
                "data_offsets cover " + std::to_string(t.end - t.begin) +
                    " bytes, the shape needs " +
                    (overflow ? std::string("more than 2^64") : std::to_string(want)));

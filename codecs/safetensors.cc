@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <unordered_set>
 
@@ -239,6 +240,12 @@ class FindingSink {
   const std::string& file_;
 };
 
+// data_start + relative as a finding offset, saturated at INT64_MAX.
+std::int64_t SaturatedOffset(std::uint64_t data_start, std::uint64_t relative) {
+  constexpr std::uint64_t kMax = static_cast<std::uint64_t>(INT64_MAX);
+  return static_cast<std::int64_t>(relative > kMax - data_start ? kMax : data_start + relative);
+}
+
 bool MulOverflows(std::uint64_t a, std::uint64_t b, std::uint64_t* out) {
   return __builtin_mul_overflow(a, b, out);
 }
@@ -268,18 +275,18 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
   ContainerResult result;
   FindingSink sink(&result, file_name);
   if (file.size < 8) {
-    return sink.Refuse("ST-001", "", "header_length", 0,
+    return sink.Refuse("ST-001", "", "header", 0,
                        "file has " + std::to_string(file.size) +
                            " bytes, fewer than the 8-byte header length");
   }
   const std::uint64_t n = LoadU64(file.data);
   if (n > kMaxHeaderLength) {
-    return sink.Refuse("ST-002", "", "header_length", 0,
+    return sink.Refuse("ST-002", "", "header", 0,
                        "header length " + std::to_string(n) +
                            " exceeds 100000000");
   }
   if (n > file.size - 8) {
-    return sink.Refuse("ST-003", "", "header_length", 0,
+    return sink.Refuse("ST-003", "", "header", 0,
                        "header of " + std::to_string(n) + " bytes ends past "
                        "the end of the " + std::to_string(file.size) +
                        "-byte file");
@@ -308,7 +315,7 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
     sink.Warn("ST-101", "header", 8, "header starts with whitespace");
   }
   if (n % 8 != 0) {
-    sink.Warn("ST-102", "header", 0,
+    sink.Warn("ST-102", "header", 8,
               "header length " + std::to_string(n) +
                   " is not padded to a multiple of 8");
   }
@@ -332,7 +339,7 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
     std::string problem;
     std::string field;
     if (e.not_object) {
-      problem = "entry is not an object", field = "entry";
+      problem = "entry is not an object", field = "";
     } else if (!e.has_dtype) {
       problem = "entry lacks dtype", field = "dtype";
     } else if (!e.has_shape) {
@@ -396,9 +403,7 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
   for (const TensorEntry& t : tensors) {  // ST-011
     if (t.begin != expected) {
       return sink.Refuse(
-          "ST-011", t.name, "data_offsets",
-          static_cast<std::int64_t>(std::min<std::uint64_t>(
-              data_start + std::min(t.begin, expected), INT64_MAX)),
+          "ST-011", t.name, "data_offsets", 8,
           std::string(t.begin > expected ? "hole" : "overlap") +
               ": tensor begins at " + std::to_string(t.begin) +
               ", the previous one ends at " + std::to_string(expected));
@@ -407,14 +412,13 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
   }
   const std::uint64_t data_length = file.size - data_start;
   if (expected < data_length) {
-    return sink.Refuse("ST-012", "", "data",
-                       static_cast<std::int64_t>(data_start + expected),
+    return sink.Refuse("ST-012", "", "data", SaturatedOffset(data_start, expected),
                        std::to_string(data_length - expected) +
                            " trailing bytes after the last tensor");
   }
   if (expected > data_length) {
-    return sink.Refuse("ST-013", tensors.back().name, "data_offsets",
-                       static_cast<std::int64_t>(file.size),
+    return sink.Refuse("ST-013", tensors.back().name, "data",
+                       SaturatedOffset(data_start, tensors.back().begin),
                        "tensor data ends " + std::to_string(expected - data_length) +
                            " bytes past the end of the file");
   }
@@ -436,7 +440,7 @@ bool DecodeFloatTensor(const Container& container, const TensorEntry& tensor,
   const std::uint64_t n = tensor.element_count;
   switch (tensor.dtype) {
     case Dtype::kF32:
-      std::memcpy(out, p, n * 4);
+      if (n != 0) std::memcpy(out, p, n * 4);  // out may be null when n == 0
       return true;
     case Dtype::kF16:
       for (std::uint64_t i = 0; i < n; ++i) {

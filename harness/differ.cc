@@ -75,9 +75,9 @@ std::optional<Divergence> Compare(const qd::Outcome& codec,
                             (c ? Describe(*c) : "none") + " | oracle " +
                             (o ? Describe(*o) : "none")};
     }
-    if (c->severity == qd::Severity::kError &&
-        (c->tensor != o->tensor || c->row != o->row || c->block != o->block ||
-         c->element != o->element)) {
+    if (c->tensor != o->tensor || c->field != o->field ||
+        c->byte_offset != o->byte_offset || c->row != o->row ||
+        c->block != o->block || c->element != o->element) {
       return Divergence{Signature(target, "position", c->rule),
                         "codec " + Describe(*c) + " | oracle " + Describe(*o)};
     }

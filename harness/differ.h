@@ -1,7 +1,8 @@
 // differ.h: compares what the codec and the oracle made of the same bytes.
 //
-// Order of comparison (DESIGN.md): accept/reject first; then the rule IDs of
-// every finding in order, with the error's tensor, row and block; then, for
+// Order of comparison (DESIGN.md): accept/reject first; then every finding in
+// order: rule ID, severity, tensor, field, byte offset, row, block and
+// element (only the message is free text); then, for
 // an accepted file, every decoded tensor's name, shape and values bit for bit
 // (NaNs compare equal to each other whatever their payload).
 //
