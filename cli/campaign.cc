@@ -1,0 +1,423 @@
+// quantdiff campaign: generate instances of every format for a while, read
+// each with codec and oracle, and record every disagreement.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <system_error>
+
+#include "cli/common.h"
+#include "harness/differ.h"
+#include "reports/escape.h"
+#include "reports/report.h"
+#include "reports/rules.h"
+#include "reports/writers.h"
+
+namespace qd::cli {
+
+extern const std::string_view kCampaignHelp =
+    "usage: quantdiff campaign [--seconds N] [--seed S] [--out DIR] [--format NAME]\n"
+    "                          [--instances N]\n"
+    "\n"
+    "Generates instances of every registered format for N seconds: in turn a\n"
+    "valid instance and an instance built to break one rule, round-robin over\n"
+    "the rules the generators can break. Each instance is read by the codec and\n"
+    "by the oracle, and two things are checked:\n"
+    "  divergence           the two readers disagree (verdict, rule IDs and\n"
+    "                       positions, or any decoded value bit for bit)\n"
+    "  expectation failure  a reader's verdict is not the one the instance was\n"
+    "                       generated for: a valid instance must be accepted, an\n"
+    "                       instance for error rule R refused with R, one for\n"
+    "                       warning rule R accepted with R among the warnings\n"
+    "The bytes of the first instances of every signature are saved under\n"
+    "DIR/divergences/ and DIR/expectation-failures/ as\n"
+    "<signature>-<crc32>.safetensors; `quantdiff diff FILE` replays one.\n"
+    "A progress line goes to standard error about once a second; Ctrl-C stops\n"
+    "early and still writes the summary.\n"
+    "\n"
+    "  --seconds N    how long to run (default 60; decimals allowed)\n"
+    "  --seed S       campaign seed (default: random, printed); instance i uses\n"
+    "                 a seed derived from S and i, so a run repeats exactly\n"
+    "  --out DIR      where to write summary.txt, report.json and the saved\n"
+    "                 instances (default ./campaign-out)\n"
+    "  --format NAME  only this format (rbq, safetensors); repeat with commas\n"
+    "  --instances N  stop after N instances even if time remains\n"
+    "\n"
+    "exit: 0 no divergence and no expectation failure, 1 otherwise,\n"
+    "      2 usage error or unwritable --out\n";
+
+namespace {
+
+constexpr std::size_t kSavedPerSignature = 5;
+
+volatile std::sig_atomic_t g_stop = 0;
+void OnSignal(int) { g_stop = 1; }
+
+struct FormatState {
+  const qd::harness::FormatEntry* entry = nullptr;
+  std::vector<std::string> rules;  // violable
+  std::uint64_t step = 0;
+};
+
+std::string Sanitise(std::string_view signature) {
+  std::string out;
+  for (const char c : signature) {
+    const bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == '-';
+    out.push_back(keep ? c : '-');
+  }
+  if (out.size() > 120) out.resize(120);
+  return out;
+}
+
+// "" when the outcome is what an instance generated for `rule` must get,
+// else a short word for what it got instead ("accepted", "refused-ST-011").
+std::string Miss(const qd::Outcome& o, const std::string& rule, bool warning_rule) {
+  const qd::reports::Verdict v = qd::reports::VerdictOf(o);
+  const std::string refused = "refused-" + (v.error_rule.empty() ? "no-rule" : v.error_rule);
+  if (rule.empty()) return v.refused ? refused : "";
+  if (warning_rule) {
+    if (v.refused) return refused;
+    for (const std::string& w : v.warning_rules) {
+      if (w == rule) return "";
+    }
+    return "accepted-without-" + rule;
+  }
+  if (!v.refused) return "accepted";
+  return v.error_rule == rule ? "" : refused;
+}
+
+class Campaign {
+ public:
+  Campaign(std::string out_dir, std::uint64_t seed, double seconds)
+      : out_dir_(std::move(out_dir)) {
+    stats_.seed = seed;
+    stats_.seconds = seconds;
+    stats_.out_dir = out_dir_;
+    tty_ = isatty(STDERR_FILENO) == 1;
+  }
+
+  void AddFormat(const qd::harness::FormatEntry& f) {
+    FormatState s;
+    s.entry = &f;
+    s.rules = f.violable_rules();
+    states_.push_back(std::move(s));
+    qd::reports::FormatCounts counts;
+    counts.name = std::string(f.name);
+    stats_.formats.push_back(std::move(counts));
+  }
+
+  void Run(double seconds, std::uint64_t max_instances) {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now();
+    Clock::time_point next_progress = start + std::chrono::seconds(1);
+    const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(seconds));
+    std::uint64_t i = 0;
+    while (g_stop == 0 && (max_instances == 0 || i < max_instances)) {
+      const Clock::time_point now = Clock::now();
+      if (now >= deadline) break;
+      if (now >= next_progress) {
+        stats_.elapsed = std::chrono::duration<double>(now - start).count();
+        Progress(false);
+        next_progress += std::chrono::seconds(1);
+        if (next_progress < now) next_progress = now + std::chrono::seconds(1);
+      }
+      const std::size_t f = static_cast<std::size_t>(i % states_.size());
+      RunOne(i, f);
+      ++i;
+    }
+    stats_.elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    Progress(true);
+  }
+
+  const qd::reports::CampaignStats& stats() const { return stats_; }
+  bool interrupted() const { return g_stop != 0; }
+
+ private:
+  void RunOne(std::uint64_t index, std::size_t f) {
+    FormatState& state = states_[f];
+    const qd::harness::FormatEntry& format = *state.entry;
+    const std::uint64_t slot = state.step++;
+    // Even slots are valid instances; odd slots walk the violable rules.
+    std::string rule;
+    if (slot % 2 == 1 && !state.rules.empty()) rule = state.rules[(slot / 2) % state.rules.size()];
+    const qd::reports::RuleInfo* info = rule.empty() ? nullptr : qd::reports::FindRule(rule);
+    const bool warning_rule = info != nullptr && !qd::reports::IsErrorRule(*info);
+    const std::uint64_t instance_seed = Mix(stats_.seed ^ Mix(index));
+
+    qd::reports::FormatCounts& counts = stats_.formats[f];
+    qd::reports::RuleCounts& rule_counts = counts.by_rule[rule.empty() ? "valid" : rule];
+    ++stats_.instances;
+    ++counts.instances;
+    ++rule_counts.instances;
+    (rule.empty() ? counts.valid : counts.violations)++;
+
+    Instance in{format, rule, index, instance_seed, {}};
+    qd::harness::Rng rng(instance_seed);
+    try {
+      in.generated = rule.empty() ? format.generate_valid(rng) : format.generate_violation(rule, rng);
+    } catch (const std::exception& e) {
+      Record(qd::reports::Problem::Kind::kExpectation,
+             "EXPECT:" + std::string(format.name) + ":" + RuleKey(rule) + ":generator:exception",
+             std::string("the generator threw: ") + e.what(), in, counts, rule_counts);
+      return;
+    }
+    if (in.generated.expected_rule != rule) {
+      Record(qd::reports::Problem::Kind::kExpectation,
+             "EXPECT:" + std::string(format.name) + ":" + RuleKey(rule) + ":generator:labelled-" +
+                 RuleKey(in.generated.expected_rule),
+             "asked for " + RuleKey(rule) + ", the generator labelled its instance " +
+                 RuleKey(in.generated.expected_rule),
+             in, counts, rule_counts);
+    }
+
+    const qd::ByteView bytes{in.generated.bytes.data(), in.generated.bytes.size()};
+    const std::string name = "instance-" + std::to_string(index) + ".safetensors";
+    std::string codec_error;
+    std::string oracle_error;
+    const std::optional<qd::Outcome> codec = SafeRead(format.codec_read, bytes, name, &codec_error);
+    const std::optional<qd::Outcome> oracle = SafeRead(format.oracle_read, bytes, name, &oracle_error);
+    if (!codec || !oracle) {
+      const std::string side = !codec && !oracle ? "both" : !codec ? "codec" : "oracle";
+      Record(qd::reports::Problem::Kind::kDivergence,
+             "DIFF:" + std::string(format.name) + ":exception:" + side,
+             (!codec ? "codec: " + codec_error + " " : "") + (!oracle ? "oracle: " + oracle_error : ""),
+             in, counts, rule_counts);
+      return;
+    }
+    if (auto d = qd::harness::Compare(*codec, *oracle, format.name)) {
+      Record(qd::reports::Problem::Kind::kDivergence, d->signature,
+             d->detail + " [" + in.generated.description + "]", in, counts, rule_counts);
+    }
+    const std::string codec_miss = Miss(*codec, rule, warning_rule);
+    const std::string oracle_miss = Miss(*oracle, rule, warning_rule);
+    if (!codec_miss.empty() || !oracle_miss.empty()) {
+      std::string what;
+      if (codec_miss == oracle_miss) {
+        what = "both:" + codec_miss;
+      } else {
+        if (!codec_miss.empty()) what = "codec:" + codec_miss;
+        if (!oracle_miss.empty()) what += (what.empty() ? "" : "/") + ("oracle:" + oracle_miss);
+      }
+      std::string detail = "generated " + in.generated.description + "; codec " +
+                           qd::reports::VerdictText(qd::reports::VerdictOf(*codec)) + "; oracle " +
+                           qd::reports::VerdictText(qd::reports::VerdictOf(*oracle));
+      for (const qd::Finding& finding : oracle->findings) {
+        if (finding.severity == qd::Severity::kError) {
+          detail += "; oracle says " + qd::harness::Describe(finding);
+        }
+      }
+      Record(qd::reports::Problem::Kind::kExpectation,
+             "EXPECT:" + std::string(format.name) + ":" + RuleKey(rule) + ":" + what, detail, in,
+             counts, rule_counts);
+    }
+  }
+
+  struct Instance {
+    const qd::harness::FormatEntry& format;
+    std::string rule;
+    std::uint64_t index;
+    std::uint64_t seed;
+    qd::harness::Generated generated;
+  };
+
+  static std::string RuleKey(const std::string& rule) { return rule.empty() ? "valid" : rule; }
+
+  // Counts the instance once per kind, groups by signature and saves the
+  // first few instances of every signature.
+  void Record(qd::reports::Problem::Kind kind, const std::string& signature,
+              const std::string& detail, const Instance& in, qd::reports::FormatCounts& counts,
+              qd::reports::RuleCounts& rule_counts) {
+    const bool divergence = kind == qd::reports::Problem::Kind::kDivergence;
+    std::uint64_t& last = divergence ? last_divergence_ : last_expectation_;
+    if (last != in.index + 1) {  // an instance counts once per kind
+      last = in.index + 1;
+      if (divergence) {
+        ++stats_.divergences;
+        ++counts.divergences;
+        ++rule_counts.divergences;
+      } else {
+        ++stats_.expectation_failures;
+        ++counts.expectation_failures;
+        ++rule_counts.expectation_failures;
+      }
+    }
+    auto [it, is_new] = index_.try_emplace(signature, stats_.problems.size());
+    if (is_new) {
+      qd::reports::Problem p;
+      p.kind = kind;
+      p.signature = signature;
+      p.format = std::string(in.format.name);
+      p.rule = in.rule;
+      p.first_instance = in.index;
+      p.first_seed = in.seed;
+      p.detail = detail;
+      stats_.problems.push_back(std::move(p));
+    }
+    qd::reports::Problem& p = stats_.problems[it->second];
+    ++p.count;
+    std::string saved;
+    if (p.saved.size() < kSavedPerSignature) {
+      saved = Save(divergence ? "divergences" : "expectation-failures", signature, in.generated.bytes);
+      if (!saved.empty() && std::find(p.saved.begin(), p.saved.end(), saved) == p.saved.end()) {
+        p.saved.push_back(saved);
+      }
+    }
+    if (is_new) {
+      ClearProgress();
+      std::fprintf(stderr, "new %s %s\n    %s\n",
+                   divergence ? "divergence" : "expectation failure",
+                   qd::reports::ForTerminal(signature).c_str(),
+                   qd::reports::ForTerminal(detail).c_str());
+      if (!saved.empty()) {
+        std::fprintf(stderr, "    saved %s\n",
+                     qd::reports::ForTerminal(out_dir_ + "/" + saved).c_str());
+      }
+    }
+  }
+
+  // Writes the bytes once under DIR/<sub>/<signature>-<crc32>.safetensors;
+  // returns the path relative to DIR, or "" when it could not be written.
+  std::string Save(const std::string& sub, const std::string& signature,
+                   const std::vector<std::uint8_t>& bytes) {
+    const std::string relative = sub + "/" + Sanitise(signature) + "-" +
+                                 Crc32Hex(bytes.data(), bytes.size()) + ".safetensors";
+    const std::string path = out_dir_ + "/" + relative;
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir_ + "/" + sub, ec);
+    std::string error;
+    if (!WriteFileAtomic(path, {reinterpret_cast<const char*>(bytes.data()), bytes.size()},
+                         &error)) {
+      ClearProgress();
+      std::fprintf(stderr, "quantdiff campaign: %s\n", error.c_str());
+      return "";
+    }
+    return relative;
+  }
+
+  void ClearProgress() {
+    if (tty_ && progress_shown_) std::fputs("\r\x1b[K", stderr);
+    progress_shown_ = false;
+  }
+
+  void Progress(bool final) {
+    std::string line = "[" + std::to_string(static_cast<long long>(stats_.elapsed)) + "s] " +
+                       std::to_string(stats_.instances) + " instances, " +
+                       std::to_string(stats_.divergences) + " divergences, " +
+                       std::to_string(stats_.expectation_failures) + " expectation failures,";
+    for (std::size_t f = 0; f < stats_.formats.size(); ++f) {
+      line += (f == 0 ? " " : " / ") + stats_.formats[f].name + " " +
+              std::to_string(stats_.formats[f].instances);
+    }
+    if (tty_) {
+      std::fprintf(stderr, "\r\x1b[K%s%s", line.c_str(), final ? "\n" : "");
+      progress_shown_ = !final;
+    } else {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    std::fflush(stderr);
+  }
+
+  std::string out_dir_;
+  qd::reports::CampaignStats stats_;
+  std::vector<FormatState> states_;
+  std::map<std::string, std::size_t> index_;  // signature -> stats_.problems
+  std::uint64_t last_divergence_ = 0;   // index + 1 of the last counted instance
+  std::uint64_t last_expectation_ = 0;
+  bool tty_ = false;
+  bool progress_shown_ = false;
+};
+
+}  // namespace
+
+int RunCampaign(const std::vector<std::string>& argv) {
+  Args args;
+  std::string error;
+  if (!ParseArgs(argv,
+                 {{"seconds", true}, {"seed", true}, {"out", true}, {"format", true},
+                  {"instances", true}},
+                 &args, &error)) {
+    return UsageError("campaign", error);
+  }
+  if (!args.positional.empty()) {
+    return UsageError("campaign", "takes no file arguments (got '" + args.positional[0] + "')");
+  }
+  double seconds = 60;
+  if (auto s = args.Get("seconds"); s && !ParseSeconds(*s, &seconds)) {
+    return UsageError("campaign", "--seconds needs a non-negative number, got '" + *s + "'");
+  }
+  std::uint64_t seed = 0;
+  if (auto s = args.Get("seed")) {
+    if (!ParseUint(*s, &seed)) {
+      return UsageError("campaign", "--seed needs an unsigned 64-bit integer, got '" + *s + "'");
+    }
+  } else {
+    std::random_device device;
+    seed = (static_cast<std::uint64_t>(device()) << 32) ^ device();
+  }
+  std::uint64_t max_instances = 0;
+  if (auto s = args.Get("instances"); s && (!ParseUint(*s, &max_instances) || max_instances == 0)) {
+    return UsageError("campaign", "--instances needs a positive integer, got '" + *s + "'");
+  }
+  std::vector<const qd::harness::FormatEntry*> formats;
+  if (auto names = args.Get("format")) {
+    std::size_t begin = 0;
+    while (begin <= names->size()) {
+      const std::size_t comma = std::min(names->find(',', begin), names->size());
+      const qd::harness::FormatEntry* f = FormatByName(names->substr(begin, comma - begin), &error);
+      if (f == nullptr) return UsageError("campaign", error);
+      if (std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
+      begin = comma + 1;
+    }
+  } else {
+    for (const qd::harness::FormatEntry& f : qd::harness::Formats()) formats.push_back(&f);
+  }
+  const std::string out_dir = args.Get("out").value_or("campaign-out");
+  if (out_dir.empty()) return UsageError("campaign", "--out needs a directory name");
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec || !std::filesystem::is_directory(out_dir)) {
+    return IoError("campaign", "cannot create " + out_dir + ": " +
+                                   (ec ? ec.message() : std::string("not a directory")));
+  }
+  // Fail now rather than after the run if the summary cannot be written.
+  if (!WriteFileAtomic(out_dir + "/summary.txt", "quantdiff campaign running\n", &error)) {
+    return IoError("campaign", error);
+  }
+
+  Campaign campaign(out_dir, seed, seconds);
+  std::string names;
+  for (const qd::harness::FormatEntry* f : formats) {
+    campaign.AddFormat(*f);
+    names += (names.empty() ? "" : ", ") + std::string(f->name);
+  }
+  std::fprintf(stderr, "quantdiff campaign: %s for %g s, seed %llu, output in %s/\n",
+               names.c_str(), seconds, static_cast<unsigned long long>(seed),
+               qd::reports::ForTerminal(out_dir).c_str());
+  g_stop = 0;
+  auto previous_int = std::signal(SIGINT, OnSignal);
+  auto previous_term = std::signal(SIGTERM, OnSignal);
+  campaign.Run(seconds, max_instances);
+  std::signal(SIGINT, previous_int);
+  std::signal(SIGTERM, previous_term);
+  if (campaign.interrupted()) std::fprintf(stderr, "quantdiff campaign: interrupted, stopping\n");
+
+  const qd::reports::CampaignStats& stats = campaign.stats();
+  const std::string text = qd::reports::CampaignText(stats);
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+  bool written = WriteFileAtomic(out_dir + "/summary.txt", text, &error);
+  if (written) written = WriteFileAtomic(out_dir + "/report.json", qd::reports::CampaignJson(stats), &error);
+  if (!written) return IoError("campaign", error);
+  std::fprintf(stderr, "quantdiff campaign: wrote %s/summary.txt and %s/report.json\n",
+               qd::reports::ForTerminal(out_dir).c_str(), qd::reports::ForTerminal(out_dir).c_str());
+  return stats.divergences > 0 || stats.expectation_failures > 0 ? kExitFound : kExitOk;
+}
+
+}  // namespace qd::cli

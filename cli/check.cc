@@ -1,0 +1,66 @@
+// quantdiff check: the codec's rules on each file, nothing decoded.
+#include <cstdio>
+
+#include "codecs/mapped_file.h"
+#include "cli/common.h"
+#include "reports/report.h"
+#include "reports/writers.h"
+
+namespace qd::cli {
+
+extern const std::string_view kCheckHelp =
+    "usage: quantdiff check PATH... [--report json|text|junit|sarif] [--out FILE]\n"
+    "                       [--format NAME]\n"
+    "\n"
+    "Checks each file against the rules of its format with the production codec,\n"
+    "decoding nothing (a file larger than memory is checked through its mapping).\n"
+    "The format is detected from the file unless --format names it.\n"
+    "\n"
+    "  --report FORMAT  text (default): one line per finding and a summary;\n"
+    "                   json, junit (one testcase per file) or sarif (2.1.0)\n"
+    "  --out FILE       write the report to FILE instead of standard output\n"
+    "  --format NAME    apply NAME's rules to every file (rbq, safetensors)\n"
+    "\n"
+    "exit: 0 every file accepted (warnings allowed), 1 a file was refused,\n"
+    "      2 usage error, unreadable file or unwritable --out\n";
+
+int RunCheck(const std::vector<std::string>& argv) {
+  Args args;
+  std::string error;
+  ReportOptions options;
+  if (!ParseArgs(argv, kReportFlags, &args, &error) ||
+      !ParseReportOptions(args, &options, &error)) {
+    return UsageError("check", error);
+  }
+  if (args.positional.empty()) return UsageError("check", "no file given");
+
+  qd::reports::Report report{"check", {}};
+  bool io_error = false;
+  bool refused = false;
+  for (const std::string& path : args.positional) {
+    qd::codec::MappedFile file;
+    if (!OpenInput(path, &file, &error)) {
+      IoError("check", "cannot read " + error);
+      io_error = true;
+      continue;
+    }
+    const qd::ByteView bytes = file.View();
+    const qd::harness::FormatEntry& format =
+        options.forced ? *options.forced : qd::harness::DetectFormat(bytes);
+    std::optional<qd::Outcome> outcome = SafeRead(format.codec_check, bytes, path, &error);
+    if (!outcome) {
+      IoError("check", path + ": " + std::string(format.name) + " codec failed: " + error);
+      io_error = true;
+      continue;
+    }
+    refused = refused || outcome->refused;
+    report.files.push_back(qd::reports::FromOutcome(path, std::string(format.name), *outcome));
+  }
+  if (!WriteOutput(options.out, qd::reports::Render(options.report, report), &error)) {
+    return IoError("check", error);
+  }
+  if (io_error) return kExitUsage;
+  return refused ? kExitFound : kExitOk;
+}
+
+}  // namespace qd::cli

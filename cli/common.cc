@@ -1,0 +1,256 @@
+#include "cli/common.h"
+
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+
+namespace qd::cli {
+
+std::optional<std::string> Args::Get(const std::string& flag) const {
+  auto it = values.find(flag);
+  if (it == values.end()) return std::nullopt;
+  return it->second;
+}
+
+const Verb* FindVerb(std::string_view name) {
+  for (const Verb& v : Verbs()) {
+    if (v.name == name) return &v;
+  }
+  return nullptr;
+}
+
+bool ParseArgs(const std::vector<std::string>& argv, const std::vector<FlagSpec>& flags,
+               Args* out, std::string* error) {
+  bool flags_done = false;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (flags_done || arg.size() < 2 || arg[0] != '-') {
+      out->positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      flags_done = true;
+      continue;
+    }
+    if (arg.compare(0, 2, "--") != 0) {
+      *error = "unknown flag " + arg;
+      return false;
+    }
+    std::string name = arg.substr(2);
+    std::optional<std::string> value;
+    if (const std::size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    const FlagSpec* spec = nullptr;
+    for (const FlagSpec& f : flags) {
+      if (f.name == name) spec = &f;
+    }
+    if (spec == nullptr) {
+      *error = "unknown flag --" + name;
+      return false;
+    }
+    if (!spec->takes_value) {
+      if (value) {
+        *error = "--" + name + " takes no value";
+        return false;
+      }
+      out->switches.insert(name);
+      continue;
+    }
+    if (!value) {
+      if (i + 1 >= argv.size()) {
+        *error = "--" + name + " needs a value";
+        return false;
+      }
+      value = argv[++i];
+    }
+    out->values[name] = *value;
+  }
+  return true;
+}
+
+int UsageError(std::string_view verb, const std::string& message) {
+  const std::string v(verb);
+  if (v.empty()) {
+    std::fprintf(stderr, "quantdiff: %s\nRun 'quantdiff --help' for usage.\n", message.c_str());
+  } else {
+    std::fprintf(stderr, "quantdiff %s: %s\nRun 'quantdiff %s --help' for usage.\n", v.c_str(),
+                 message.c_str(), v.c_str());
+  }
+  return kExitUsage;
+}
+
+int IoError(std::string_view verb, const std::string& message) {
+  std::fprintf(stderr, "quantdiff %.*s: %s\n", static_cast<int>(verb.size()), verb.data(),
+               message.c_str());
+  return kExitUsage;
+}
+
+bool OpenInput(const std::string& path, qd::codec::MappedFile* file, std::string* error) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    *error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    *error = path + (S_ISDIR(st.st_mode) ? ": is a directory" : ": not a regular file");
+    return false;
+  }
+  return file->Open(path, error);
+}
+
+bool ParseUint(std::string_view text, std::uint64_t* out) {
+  int base = 10;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    base = 16;
+    text.remove_prefix(2);
+  }
+  if (text.empty() || text.size() > 20) return false;
+  std::uint64_t value = 0;
+  for (const char c : text) {
+    int digit;
+    if (c >= '0' && c <= '9') {
+      digit = c - '0';
+    } else if (base == 16 && c >= 'a' && c <= 'f') {
+      digit = c - 'a' + 10;
+    } else if (base == 16 && c >= 'A' && c <= 'F') {
+      digit = c - 'A' + 10;
+    } else {
+      return false;
+    }
+    if (value > (UINT64_MAX - static_cast<std::uint64_t>(digit)) / static_cast<std::uint64_t>(base)) {
+      return false;
+    }
+    value = value * static_cast<std::uint64_t>(base) + static_cast<std::uint64_t>(digit);
+  }
+  *out = value;
+  return true;
+}
+
+bool ParseSeconds(std::string_view text, double* out) {
+  if (text.empty() || text.size() > 32) return false;
+  for (const char c : text) {
+    if (!((c >= '0' && c <= '9') || c == '.')) return false;
+  }
+  const std::string s(text);
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  // At most about 31 years, so the deadline fits a steady_clock duration.
+  if (errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v) || v < 0 || v > 1e9) {
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+std::string FormatNames() {
+  std::string names;
+  for (const qd::harness::FormatEntry& f : qd::harness::Formats()) {
+    if (!names.empty()) names += ", ";
+    names += f.name;
+  }
+  return names;
+}
+
+const qd::harness::FormatEntry* FormatByName(std::string_view name, std::string* error) {
+  const qd::harness::FormatEntry* f = qd::harness::FindFormat(name);
+  if (f == nullptr) *error = "unknown format '" + std::string(name) + "' (known: " + FormatNames() + ")";
+  return f;
+}
+
+bool ParseReportOptions(const Args& args, ReportOptions* options, std::string* error) {
+  if (auto r = args.Get("report")) {
+    auto format = qd::reports::ParseOutputFormat(*r);
+    if (!format) {
+      *error = "unknown --report '" + *r + "' (known: json, text, junit, sarif)";
+      return false;
+    }
+    options->report = *format;
+  }
+  if (auto out = args.Get("out")) {
+    if (out->empty()) {
+      *error = "--out needs a file name";
+      return false;
+    }
+    options->out = *out;
+  }
+  if (auto name = args.Get("format")) {
+    options->forced = FormatByName(*name, error);
+    if (options->forced == nullptr) return false;
+  }
+  return true;
+}
+
+bool WriteFileAtomic(const std::string& path, std::string_view bytes, std::string* error) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) {
+    *error = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  int err = 0;
+  if (std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size()) err = errno ? errno : EIO;
+  if (std::fclose(f) != 0 && err == 0) err = errno ? errno : EIO;
+  if (err != 0) {
+    *error = "cannot write " + path + ": " + std::strerror(err);
+    std::remove(tmp.c_str());
+    return false;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    *error = "cannot write " + path + ": " + std::strerror(errno);
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+bool WriteOutput(const std::string& path, std::string_view text, std::string* error) {
+  if (!path.empty()) return WriteFileAtomic(path, text, error);
+  const bool ok = std::fwrite(text.data(), 1, text.size(), stdout) == text.size() &&
+                  std::fflush(stdout) == 0;
+  if (!ok) *error = std::string("cannot write to standard output: ") + std::strerror(errno);
+  return ok;
+}
+
+std::string Crc32Hex(const std::uint8_t* data, std::size_t size) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (size > 0) {  // zlib takes uInt lengths
+    const uInt chunk = size > (1u << 30) ? (1u << 30) : static_cast<uInt>(size);
+    crc = crc32(crc, data, chunk);
+    data += chunk;
+    size -= chunk;
+  }
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08lx", static_cast<unsigned long>(crc & 0xffffffffUL));
+  return buf;
+}
+
+std::uint64_t Mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::optional<qd::Outcome> SafeRead(qd::Outcome (*reader)(qd::ByteView, const std::string&),
+                                    qd::ByteView bytes, const std::string& name,
+                                    std::string* error) {
+  try {
+    return reader(bytes, name);
+  } catch (const std::exception& e) {
+    *error = std::string("reader threw: ") + e.what();
+  } catch (...) {
+    *error = "reader threw a non-standard exception";
+  }
+  return std::nullopt;
+}
+
+}  // namespace qd::cli

@@ -1,0 +1,127 @@
+// common.h: what every quantdiff verb shares: exit codes, flag parsing,
+// reading a file through its mapping, and writing output atomically.
+//
+// A verb is a function from its arguments (argv after the verb's name) to an
+// exit code, plus its help text; main.cc holds the table of verbs.
+//
+//   qd::cli::Args args;
+//   if (!qd::cli::ParseArgs(argv, {{"out", true}}, &args, &error))
+//     return qd::cli::UsageError("decode", error);
+#ifndef QUANTDIFF_CLI_COMMON_H_
+#define QUANTDIFF_CLI_COMMON_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codecs/mapped_file.h"
+#include "harness/registry.h"
+#include "quantdiff/plain_data.h"
+#include "reports/writers.h"
+
+namespace qd::cli {
+
+// 0: the files conform, the readers agree. 1: violations, divergences or
+// expectation failures were found. 2: the command could not do its job
+// (usage error, unreadable input, unwritable output).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFound = 1;
+inline constexpr int kExitUsage = 2;
+
+struct Verb {
+  std::string_view name;
+  std::string_view summary;  // one line for `quantdiff --help`
+  std::string_view help;     // the whole `quantdiff help VERB` text
+  int (*run)(const std::vector<std::string>& args);
+};
+const std::vector<Verb>& Verbs();  // main.cc
+const Verb* FindVerb(std::string_view name);
+
+struct FlagSpec {
+  std::string_view name;  // without the leading "--"
+  bool takes_value;
+};
+
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> values;  // the last of repeated flags wins
+  std::set<std::string> switches;
+
+  bool Has(const std::string& flag) const { return values.count(flag) || switches.count(flag); }
+  std::optional<std::string> Get(const std::string& flag) const;
+};
+
+// "--flag value", "--flag=value" and "--switch"; "--" ends the flags. False
+// with *error set for an unknown flag, a missing value, or a value given to
+// a switch. --help is not handled here (main.cc answers it for every verb).
+bool ParseArgs(const std::vector<std::string>& argv, const std::vector<FlagSpec>& flags,
+               Args* out, std::string* error);
+
+// Prints "quantdiff VERB: message" and a pointer to the verb's help on
+// stderr; returns kExitUsage.
+int UsageError(std::string_view verb, const std::string& message);
+// Prints "quantdiff VERB: message" on stderr; returns kExitUsage.
+int IoError(std::string_view verb, const std::string& message);
+
+// Opens a regular file through its mapping. Anything else (a directory, a
+// FIFO that would block the open, a device) is refused before it is opened.
+bool OpenInput(const std::string& path, qd::codec::MappedFile* file, std::string* error);
+
+// Decimal (or 0x hexadecimal) unsigned 64-bit integer, nothing else.
+bool ParseUint(std::string_view text, std::uint64_t* out);
+// A finite, non-negative decimal number of seconds.
+bool ParseSeconds(std::string_view text, double* out);
+
+// --format NAME: the registry entry, or nullptr with *error listing the names.
+const qd::harness::FormatEntry* FormatByName(std::string_view name, std::string* error);
+// "rbq, safetensors".
+std::string FormatNames();
+
+// The flags check and diff share: --report, --out, --format.
+struct ReportOptions {
+  qd::reports::OutputFormat report = qd::reports::OutputFormat::kText;
+  std::string out;                                     // "" = stdout
+  const qd::harness::FormatEntry* forced = nullptr;  // --format
+};
+inline const std::vector<FlagSpec> kReportFlags = {
+    {"report", true}, {"out", true}, {"format", true}};
+bool ParseReportOptions(const Args& args, ReportOptions* options, std::string* error);
+
+// Writes bytes to path through path + ".tmp" and a rename, so a reader never
+// sees half a file and a failure leaves no file behind.
+bool WriteFileAtomic(const std::string& path, std::string_view bytes, std::string* error);
+// To stdout when path is empty, else WriteFileAtomic.
+bool WriteOutput(const std::string& path, std::string_view text, std::string* error);
+
+// CRC-32 (zlib) of bytes as 8 lowercase hex digits.
+std::string Crc32Hex(const std::uint8_t* data, std::size_t size);
+// A 64-bit mix (splitmix64 finaliser) for deriving per-instance seeds.
+std::uint64_t Mix(std::uint64_t x);
+
+// Runs a reader and turns an escaping exception into *error (a reader must
+// not throw; if one does, that is a finding, not a crash of the tool).
+std::optional<qd::Outcome> SafeRead(qd::Outcome (*reader)(qd::ByteView, const std::string&),
+                                    qd::ByteView bytes, const std::string& name,
+                                    std::string* error);
+
+// Verbs.
+int RunCheck(const std::vector<std::string>& args);
+int RunDecode(const std::vector<std::string>& args);
+int RunDiff(const std::vector<std::string>& args);
+int RunCampaign(const std::vector<std::string>& args);
+int RunExportVectors(const std::vector<std::string>& args);
+int RunRules(const std::vector<std::string>& args);
+extern const std::string_view kCheckHelp;
+extern const std::string_view kDecodeHelp;
+extern const std::string_view kDiffHelp;
+extern const std::string_view kCampaignHelp;
+extern const std::string_view kExportVectorsHelp;
+extern const std::string_view kRulesHelp;
+
+}  // namespace qd::cli
+
+#endif  // QUANTDIFF_CLI_COMMON_H_

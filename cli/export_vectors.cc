@@ -1,0 +1,235 @@
+// quantdiff export-vectors: Wycheproof-like test vectors per format.
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/common.h"
+#include "reports/escape.h"
+#include "reports/report.h"
+#include "reports/rules.h"
+
+namespace qd::cli {
+
+extern const std::string_view kExportVectorsHelp =
+    "usage: quantdiff export-vectors [--out DIR] [--count N] [--seed S] [--format NAME]\n"
+    "\n"
+    "Writes portable test vectors in the shape of Wycheproof's: for every format\n"
+    "DIR/<format>.json lists test groups (valid instances, then one group per\n"
+    "rule the generators can break) of tests {tcId, comment, file, result,\n"
+    "flags, crc32, size}, and DIR/<format>/<tcId>.safetensors holds each test's\n"
+    "bytes. result and flags are the ORACLE's reading of the file, never the\n"
+    "codec's: \"valid\" (accepted, no finding), \"acceptable\" (accepted with\n"
+    "warnings) or \"invalid\" (refused); flags are the rule IDs it reported, and\n"
+    "notes maps each flag to the catalogue's text. The same seed writes the same\n"
+    "bytes, so the vectors can be committed and diffed.\n"
+    "\n"
+    "  --out DIR      output directory (default corpus/vectors)\n"
+    "  --count N      tests per group (default 4)\n"
+    "  --seed S       generator seed (default 1)\n"
+    "  --format NAME  only this format (rbq, safetensors)\n"
+    "\n"
+    "exit: 0 written, 2 usage error or unwritable DIR\n";
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::uint64_t Fnv1a(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char c : s) {
+    h ^= static_cast<std::uint8_t>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+struct FormatResult {
+  std::uint64_t tests = 0;
+  std::uint64_t relabelled = 0;  // the oracle reported another rule than targeted
+};
+
+// Removes DIR/<format>/<digits>.safetensors left from an earlier export, so
+// the folder holds exactly the files the JSON names.
+void RemoveStaleVectors(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(dir, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::filesystem::path& p = it->path();
+    const std::string stem = p.stem().string();
+    if (p.extension() != ".safetensors" || stem.empty() ||
+        stem.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    std::error_code ignored;
+    std::filesystem::remove(p, ignored);
+  }
+}
+
+bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out_dir,
+                  std::uint64_t count, std::uint64_t seed, FormatResult* result,
+                  std::string* error) {
+  const std::string name(format.name);
+  const std::filesystem::path files_dir = std::filesystem::path(out_dir) / name;
+  std::error_code ec;
+  std::filesystem::create_directories(files_dir, ec);
+  if (ec) {
+    *error = "cannot create " + files_dir.string() + ": " + ec.message();
+    return false;
+  }
+  RemoveStaleVectors(files_dir);
+
+  qd::harness::Rng rng(Mix(seed ^ Fnv1a(name)));
+  std::vector<std::string> groups = {""};
+  for (const std::string& r : format.violable_rules()) groups.push_back(r);
+
+  std::set<std::string> flags_used;
+  Json test_groups = Json::array();
+  std::uint64_t tc_id = 0;
+  for (const std::string& rule : groups) {
+    Json tests = Json::array();
+    for (std::uint64_t k = 0; k < count; ++k) {
+      const qd::harness::Generated g =
+          rule.empty() ? format.generate_valid(rng) : format.generate_violation(rule, rng);
+      ++tc_id;
+      const std::string file = name + "/" + std::to_string(tc_id) + ".safetensors";
+      const qd::ByteView bytes{g.bytes.data(), g.bytes.size()};
+      std::string read_error;
+      const std::optional<qd::Outcome> oracle =
+          SafeRead(format.oracle_read, bytes, file, &read_error);
+      if (!oracle) {
+        *error = name + " oracle failed on test " + std::to_string(tc_id) + ": " + read_error;
+        return false;
+      }
+      Json flags = Json::array();
+      bool warned = false;
+      std::string error_rule;
+      for (const qd::Finding& f : oracle->findings) {
+        flags.push_back(qd::reports::ValidUtf8(f.rule));
+        flags_used.insert(f.rule);
+        if (f.severity == qd::Severity::kWarning) warned = true;
+        if (f.severity == qd::Severity::kError && error_rule.empty()) error_rule = f.rule;
+      }
+      std::string comment = g.description;
+      bool as_targeted = !oracle->refused;  // a valid instance must be accepted
+      if (!rule.empty()) {
+        as_targeted = error_rule == rule;
+        for (const qd::Finding& f : oracle->findings) {
+          if (!oracle->refused && f.rule == rule) as_targeted = true;  // a warning rule
+        }
+      }
+      if (!as_targeted) {
+        ++result->relabelled;
+        comment += " (generated for " + (rule.empty() ? std::string("a valid file") : rule) +
+                   "; the oracle reads it otherwise)";
+      }
+      if (!WriteFileAtomic((std::filesystem::path(out_dir) / file).string(),
+                           {reinterpret_cast<const char*>(g.bytes.data()), g.bytes.size()},
+                           error)) {
+        return false;
+      }
+      Json test = Json::object();
+      test["tcId"] = tc_id;
+      test["comment"] = qd::reports::ValidUtf8(comment);
+      test["file"] = file;
+      test["result"] = oracle->refused ? "invalid" : warned ? "acceptable" : "valid";
+      test["flags"] = std::move(flags);
+      test["crc32"] = Crc32Hex(g.bytes.data(), g.bytes.size());
+      test["size"] = g.bytes.size();
+      tests.push_back(std::move(test));
+    }
+    Json group = Json::object();
+    group["rule"] = rule.empty() ? Json(nullptr) : Json(rule);
+    group["type"] = rule.empty() ? "ValidFile" : "RuleViolation";
+    if (const qd::reports::RuleInfo* info = qd::reports::FindRule(rule)) {
+      group["severity"] = std::string(qd::reports::SeverityName(info->severity));
+    }
+    group["tests"] = std::move(tests);
+    test_groups.push_back(std::move(group));
+  }
+
+  Json notes = Json::object();
+  for (const std::string& flag : flags_used) {
+    const qd::reports::RuleInfo* info = qd::reports::FindRule(flag);
+    notes[qd::reports::ValidUtf8(flag)] = info ? info->text : "not in the rule catalogue";
+  }
+  Json doc = Json::object();
+  doc["algorithm"] = name;
+  doc["generatorVersion"] = "quantdiff " + std::string(qd::reports::ToolVersion());
+  doc["numberOfTests"] = tc_id;
+  doc["header"] = Json::array(
+      {"Generated by quantdiff export-vectors --seed " + std::to_string(seed) + " --count " +
+           std::to_string(count) + ".",
+       "result and flags are the reference oracle's reading of each file; a reader conforms "
+       "when it refuses every invalid file with the first flag that is an error rule, and "
+       "accepts every valid and acceptable one.",
+       "file is relative to this JSON file's folder; crc32 is zlib's CRC-32 of its bytes."});
+  doc["notes"] = std::move(notes);
+  doc["testGroups"] = std::move(test_groups);
+  result->tests = tc_id;
+  const std::string json = doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return WriteFileAtomic((std::filesystem::path(out_dir) / (name + ".json")).string(), json,
+                         error);
+}
+
+}  // namespace
+
+int RunExportVectors(const std::vector<std::string>& argv) {
+  Args args;
+  std::string error;
+  if (!ParseArgs(argv, {{"out", true}, {"count", true}, {"seed", true}, {"format", true}},
+                 &args, &error)) {
+    return UsageError("export-vectors", error);
+  }
+  if (!args.positional.empty()) {
+    return UsageError("export-vectors", "takes no file arguments (got '" + args.positional[0] + "')");
+  }
+  std::uint64_t count = 4;
+  if (auto s = args.Get("count"); s && (!ParseUint(*s, &count) || count == 0 || count > 100000)) {
+    return UsageError("export-vectors", "--count needs an integer from 1 to 100000, got '" + *s + "'");
+  }
+  std::uint64_t seed = 1;
+  if (auto s = args.Get("seed"); s && !ParseUint(*s, &seed)) {
+    return UsageError("export-vectors", "--seed needs an unsigned 64-bit integer, got '" + *s + "'");
+  }
+  std::vector<const qd::harness::FormatEntry*> formats;
+  if (auto name = args.Get("format")) {
+    const qd::harness::FormatEntry* f = FormatByName(*name, &error);
+    if (f == nullptr) return UsageError("export-vectors", error);
+    formats.push_back(f);
+  } else {
+    for (const qd::harness::FormatEntry& f : qd::harness::Formats()) formats.push_back(&f);
+  }
+  const std::string out_dir = args.Get("out").value_or("corpus/vectors");
+  if (out_dir.empty()) return UsageError("export-vectors", "--out needs a directory name");
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec || !std::filesystem::is_directory(out_dir)) {
+    return IoError("export-vectors", "cannot create " + out_dir + ": " +
+                                         (ec ? ec.message() : std::string("not a directory")));
+  }
+  for (const qd::harness::FormatEntry* f : formats) {
+    FormatResult result;
+    if (!ExportFormat(*f, out_dir, count, seed, &result, &error)) {
+      return IoError("export-vectors", error);
+    }
+    std::printf("%s/%.*s.json: %llu tests in %s/%.*s/\n", qd::reports::ForTerminal(out_dir).c_str(),
+                static_cast<int>(f->name.size()), f->name.data(),
+                static_cast<unsigned long long>(result.tests),
+                qd::reports::ForTerminal(out_dir).c_str(), static_cast<int>(f->name.size()),
+                f->name.data());
+    if (result.relabelled > 0) {
+      std::fprintf(stderr,
+                   "quantdiff export-vectors: %llu %.*s tests are not read by the oracle as "
+                   "generated (see their comments)\n",
+                   static_cast<unsigned long long>(result.relabelled),
+                   static_cast<int>(f->name.size()), f->name.data());
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace qd::cli

@@ -1,0 +1,134 @@
+// quantdiff: differential testing of quantized weight files.
+//
+//   quantdiff check model.safetensors --report json
+//   quantdiff campaign --seconds 60
+//
+// main() picks the verb and answers --help for all of them; each verb lives
+// in its own file (check.cc, decode.cc, diff.cc, campaign.cc,
+// export_vectors.cc, rules.cc) and returns the process exit code.
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "cli/common.h"
+#include "reports/report.h"
+
+namespace qd::cli {
+namespace {
+
+int RunHelp(const std::vector<std::string>& args);
+
+constexpr std::string_view kHelpHelp =
+    "usage: quantdiff help [VERB]\n"
+    "\n"
+    "Prints the list of verbs, or the full help of one verb.\n";
+
+void PrintOverview(std::FILE* out) {
+  std::fprintf(out,
+               "quantdiff %s: differential testing of quantized LLM weight files.\n"
+               "\n"
+               "Each supported format is read twice, by the fast production codec and by a\n"
+               "plain reference oracle written from the spec; every disagreement is a bug in\n"
+               "one of them, and every refusal names a rule of the catalogue.\n"
+               "\n"
+               "usage: quantdiff VERB [ARGS...]\n"
+               "\n"
+               "verbs:\n",
+               std::string(qd::reports::ToolVersion()).c_str());
+  for (const Verb& v : Verbs()) {
+    std::fprintf(out, "  %-15s %.*s\n", std::string(v.name).c_str(),
+                 static_cast<int>(v.summary.size()), v.summary.data());
+  }
+  std::fprintf(out,
+               "\n"
+               "formats: %s\n"
+               "exit codes: 0 conforming / no divergence, 1 violations or divergences found,\n"
+               "            2 usage or I/O error\n"
+               "\n"
+               "Run 'quantdiff help VERB' or 'quantdiff VERB --help' for a verb's flags.\n",
+               FormatNames().c_str());
+}
+
+void PrintVerbHelp(const Verb& verb) {
+  std::fwrite(verb.help.data(), 1, verb.help.size(), stdout);
+}
+
+int RunHelp(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    PrintOverview(stdout);
+    return kExitOk;
+  }
+  if (args.size() > 1) return UsageError("help", "takes at most one verb");
+  const Verb* verb = FindVerb(args[0]);
+  if (verb == nullptr) return UsageError("help", "unknown verb '" + args[0] + "'");
+  PrintVerbHelp(*verb);
+  return kExitOk;
+}
+
+bool AsksForHelp(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--") return false;
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    PrintOverview(stderr);
+    return kExitUsage;
+  }
+  const std::string first = args[0];
+  if (first == "--help" || first == "-h") {
+    PrintOverview(stdout);
+    return kExitOk;
+  }
+  if (first == "--version") {
+    std::printf("quantdiff %s\n", std::string(qd::reports::ToolVersion()).c_str());
+    return kExitOk;
+  }
+  const Verb* verb = FindVerb(first);
+  if (verb == nullptr) {
+    return UsageError("", (first.rfind("-", 0) == 0 ? "unknown flag '" : "unknown verb '") +
+                              first + "'");
+  }
+  args.erase(args.begin());
+  if (AsksForHelp(args)) {
+    PrintVerbHelp(*verb);
+    return kExitOk;
+  }
+  return verb->run(args);
+}
+
+}  // namespace
+
+const std::vector<Verb>& Verbs() {
+  static const std::vector<Verb> verbs = {
+      {"check", "check files against the rules (codec, no decoding)", kCheckHelp, &RunCheck},
+      {"decode", "decode a file to an F32 safetensors file", kDecodeHelp, &RunDecode},
+      {"diff", "read files with codec and oracle and compare", kDiffHelp, &RunDiff},
+      {"campaign", "generate instances of every format and compare for N seconds",
+       kCampaignHelp, &RunCampaign},
+      {"export-vectors", "write Wycheproof-like test vectors per format",
+       kExportVectorsHelp, &RunExportVectors},
+      {"rules", "print the rule catalogue", kRulesHelp, &RunRules},
+      {"help", "print this overview or one verb's help", kHelpHelp, &RunHelp},
+  };
+  return verbs;
+}
+
+}  // namespace qd::cli
+
+int main(int argc, char** argv) {
+  try {
+    return qd::cli::Main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "quantdiff: out of memory\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "quantdiff: internal error: %s\n", e.what());
+  }
+  return qd::cli::kExitUsage;
+}
