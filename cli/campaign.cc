@@ -144,19 +144,23 @@ class Campaign {
     FormatState& state = states_[f];
     const qd::harness::FormatEntry& format = *state.entry;
     const std::uint64_t slot = state.step++;
-    // Even slots are valid instances; odd slots walk the violable rules.
+    // Slots cycle: a valid instance, a violation (walking the violable
+    // rules), a mutant (a valid instance with random bytes overwritten, which
+    // no generator labels: codec and oracle need only agree on it).
     std::string rule;
-    if (slot % 2 == 1 && !state.rules.empty()) rule = state.rules[(slot / 2) % state.rules.size()];
+    const bool mutant = slot % 3 == 2;
+    if (slot % 3 == 1 && !state.rules.empty()) rule = state.rules[(slot / 3) % state.rules.size()];
     const qd::reports::RuleInfo* info = rule.empty() ? nullptr : qd::reports::FindRule(rule);
     const bool warning_rule = info != nullptr && !qd::reports::IsErrorRule(*info);
     const std::uint64_t instance_seed = Mix(stats_.seed ^ Mix(index));
 
     qd::reports::FormatCounts& counts = stats_.formats[f];
-    qd::reports::RuleCounts& rule_counts = counts.by_rule[rule.empty() ? "valid" : rule];
+    qd::reports::RuleCounts& rule_counts =
+        counts.by_rule[mutant ? "mutant" : rule.empty() ? "valid" : rule];
     ++stats_.instances;
     ++counts.instances;
     ++rule_counts.instances;
-    (rule.empty() ? counts.valid : counts.violations)++;
+    (mutant ? counts.mutants : rule.empty() ? counts.valid : counts.violations)++;
 
     Instance in{format, rule, index, instance_seed, {}};
     qd::harness::Rng rng(instance_seed);
@@ -177,6 +181,8 @@ class Campaign {
              in, counts, rule_counts);
     }
 
+    if (mutant) Mutate(&in.generated, rng);
+
     const qd::ByteView bytes{in.generated.bytes.data(), in.generated.bytes.size()};
     const std::string name = "instance-" + std::to_string(index) + ".safetensors";
     std::string codec_error;
@@ -195,6 +201,7 @@ class Campaign {
       Record(qd::reports::Problem::Kind::kDivergence, d->signature,
              d->detail + " [" + in.generated.description + "]", in, counts, rule_counts);
     }
+    if (mutant) return;  // no expectation: a mutant may be valid or not
     const std::string codec_miss = Miss(*codec, rule, warning_rule);
     const std::string oracle_miss = Miss(*oracle, rule, warning_rule);
     if (!codec_miss.empty() || !oracle_miss.empty()) {
@@ -216,6 +223,31 @@ class Campaign {
       Record(qd::reports::Problem::Kind::kExpectation,
              "EXPECT:" + std::string(format.name) + ":" + RuleKey(rule) + ":" + what, detail, in,
              counts, rule_counts);
+    }
+  }
+
+  // Overwrites 1..8 bytes, mostly in the first 8 + header bytes where the
+  // readers' decisions are made, sometimes anywhere (scales, codes).
+  static void Mutate(qd::harness::Generated* g, qd::harness::Rng& rng) {
+    std::vector<std::uint8_t>& b = g->bytes;
+    g->expected_rule.clear();
+    g->description = "mutant of " + g->description;
+    if (b.empty()) return;
+    std::uint64_t header_end = b.size();
+    if (b.size() >= 8) {
+      std::uint64_t n = 0;
+      for (int i = 7; i >= 0; --i) n = (n << 8) | b[static_cast<std::size_t>(i)];
+      header_end = std::min<std::uint64_t>(b.size(), 8 + std::min<std::uint64_t>(n, b.size()));
+    }
+    static constexpr std::uint8_t kInteresting[] = {0, 0xff, 0x7f, 0x80, '"', ',', ':', '[', ']',
+                                                    '{', '}', '0', '9', '-', 'e', '\\', 0x7c, 0xfc};
+    const int edits = 1 + static_cast<int>(rng() % 8);
+    for (int e = 0; e < edits; ++e) {
+      const bool in_header = rng() % 4 != 0;
+      const std::uint64_t span = in_header ? header_end : b.size();
+      const std::size_t at = static_cast<std::size_t>(rng() % span);
+      b[at] = rng() % 2 == 0 ? static_cast<std::uint8_t>(rng())
+                             : kInteresting[rng() % std::size(kInteresting)];
     }
   }
 

@@ -81,9 +81,10 @@ struct FormatCounts {
   std::uint64_t instances = 0;
   std::uint64_t valid = 0;       // instances generated valid
   std::uint64_t violations = 0;  // instances generated to break a rule
+  std::uint64_t mutants = 0;     // valid instances with random bytes overwritten
   std::uint64_t divergences = 0;
   std::uint64_t expectation_failures = 0;
-  // Keyed by rule ID; valid instances under "valid".
+  // Keyed by rule ID; valid instances under "valid", mutants under "mutant".
   std::map<std::string, RuleCounts> by_rule;
 };
 

@@ -333,13 +333,14 @@ std::string CampaignText(const CampaignStats& s) {
                 static_cast<ull>(s.seed), static_cast<ull>(s.instances),
                 ForTerminal(formats).c_str());
   out += "\n";
-  const char* row = "  %-20s %10llu %10llu %10llu %12llu %13llu\n";
-  out += Format("  %-20s %10s %10s %10s %12s %13s\n", "format", "instances", "valid", "violations",
-                "divergences", "expect-fails");
+  const char* row = "  %-20s %10llu %10llu %10llu %10llu %12llu %13llu\n";
+  out += Format("  %-20s %10s %10s %10s %10s %12s %13s\n", "format", "instances", "valid",
+                "violations", "mutants", "divergences", "expect-fails");
   for (const FormatCounts& f : s.formats) {
     out += Format(row, ForTerminal(f.name).c_str(), static_cast<ull>(f.instances),
                   static_cast<ull>(f.valid), static_cast<ull>(f.violations),
-                  static_cast<ull>(f.divergences), static_cast<ull>(f.expectation_failures));
+                  static_cast<ull>(f.mutants), static_cast<ull>(f.divergences),
+                  static_cast<ull>(f.expectation_failures));
   }
   for (const FormatCounts& f : s.formats) {
     out += "\n";
@@ -396,6 +397,7 @@ std::string CampaignJson(const CampaignStats& s) {
     j["instances"] = f.instances;
     j["valid"] = f.valid;
     j["violations"] = f.violations;
+    j["mutants"] = f.mutants;
     j["divergences"] = f.divergences;
     j["expectation_failures"] = f.expectation_failures;
     j["by_rule"] = std::move(by_rule);

@@ -689,7 +689,9 @@ TEST_F(CliTest, CampaignWritesSummaryAndReport) {
   std::uint64_t per_format = 0;
   for (const auto& [name, f] : report["formats"].items()) {
     per_format += f["instances"].get<std::uint64_t>();
-    EXPECT_EQ(f["instances"], f["valid"].get<std::uint64_t>() + f["violations"].get<std::uint64_t>());
+    EXPECT_EQ(f["instances"], f["valid"].get<std::uint64_t>() + f["violations"].get<std::uint64_t>() +
+                                  f["mutants"].get<std::uint64_t>());
+    EXPECT_GT(f["mutants"].get<std::uint64_t>(), 0u) << name;
     EXPECT_GT(f["by_rule"].size(), 1u) << name;
   }
   EXPECT_EQ(per_format, 400u);
