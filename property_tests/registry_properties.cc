@@ -1,0 +1,217 @@
+// registry_properties.cc: every format of qd::harness::Formats(), every rule
+// its generator can violate.
+//
+//  * A generated violation of a MUST rule is refused by codec_read,
+//    codec_check and oracle_read with exactly that rule as the error; a
+//    violation of a warning rule (severity per oracles/rules.json) is
+//    accepted with that rule among the warnings. One GoogleTest per rule.
+//  * Valid instances are accepted by both readers with no error, decode to
+//    the same values, and are claimed by their own format.
+//  * Mutated instances of every format: codec and oracle agree, and the
+//    codec's check-only path reports what its full read reports.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "harness/differ.h"
+#include "harness/registry.h"
+#include "property_tests/gen/rc_gen.h"
+
+namespace {
+
+using qd::harness::FormatEntry;
+
+constexpr char kFile[] = "registry.safetensors";
+
+// rule ID -> "MUST" | "SHOULD" | "warning", from the catalogue.
+const std::map<std::string, std::string>& Severities() {
+  static const std::map<std::string, std::string> severities = [] {
+    std::map<std::string, std::string> out;
+    std::ifstream in(std::string(QD_SOURCE_DIR) + "/oracles/rules.json");
+    const nlohmann::json catalogue = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (catalogue.is_object() && catalogue.contains("rules")) {
+      for (const auto& rule : catalogue["rules"]) {
+        out[rule.value("id", "")] = rule.value("severity", "");
+      }
+    }
+    return out;
+  }();
+  return severities;
+}
+
+std::string Findings(const qd::Outcome& o) {
+  std::string s = o.refused ? "refused" : "accepted";
+  for (const qd::Finding& f : o.findings) s += " | " + qd::harness::Describe(f);
+  return s;
+}
+
+int ErrorCount(const qd::Outcome& o) {
+  int n = 0;
+  for (const qd::Finding& f : o.findings) n += f.severity == qd::Severity::kError;
+  return n;
+}
+
+// "" when the outcome is what the rule's severity requires.
+std::string Verdict(const qd::Outcome& o, const std::string& rule, bool is_warning) {
+  if (is_warning) {
+    bool warned = false;
+    for (const qd::Finding& f : o.findings) {
+      warned |= f.rule == rule && f.severity == qd::Severity::kWarning;
+    }
+    if (o.refused || ErrorCount(o) != 0 || !warned) {
+      return "should accept with warning " + rule + ": " + Findings(o);
+    }
+    return "";
+  }
+  if (!o.refused || ErrorCount(o) != 1 || o.findings.back().severity != qd::Severity::kError ||
+      o.findings.back().rule != rule) {
+    return "should refuse with exactly " + rule + ": " + Findings(o);
+  }
+  return "";
+}
+
+struct RuleCase {
+  std::string format;
+  std::string rule;
+};
+
+std::vector<RuleCase> AllViolableRules() {
+  std::vector<RuleCase> cases;
+  for (const FormatEntry& f : qd::harness::Formats()) {
+    for (const std::string& rule : f.violable_rules()) cases.push_back({std::string(f.name), rule});
+  }
+  return cases;
+}
+
+class RegistryViolation : public ::testing::TestWithParam<RuleCase> {};
+
+TEST_P(RegistryViolation, RefusedWithThatRuleByCodecAndOracle) {
+  const RuleCase& c = GetParam();
+  const FormatEntry* format = qd::harness::FindFormat(c.format);
+  ASSERT_NE(format, nullptr);
+  const auto severity = Severities().find(c.rule);
+  ASSERT_NE(severity, Severities().end()) << c.rule << " is not in oracles/rules.json";
+  const bool is_warning = severity->second == "warning";
+  const bool ok = rc::check(c.format + " violation of " + c.rule, [&](std::uint64_t seed) {
+    qd::harness::Rng rng(seed);
+    const qd::harness::Generated g = format->generate_violation(c.rule, rng);
+    RC_ASSERT(g.expected_rule == c.rule);
+    const qd::ByteView view{g.bytes.data(), g.bytes.size()};
+    const qd::Outcome codec = format->codec_read(view, kFile);
+    const qd::Outcome check = format->codec_check(view, kFile);
+    const qd::Outcome oracle = format->oracle_read(view, kFile);
+    std::string problems;
+    for (const auto& [who, o] : {std::pair<const char*, const qd::Outcome*>{"codec_read", &codec},
+                                 {"codec_check", &check},
+                                 {"oracle_read", &oracle}}) {
+      const std::string why = Verdict(*o, c.rule, is_warning);
+      if (!why.empty()) problems += std::string("\n  ") + who + " " + why;
+    }
+    if (auto d = qd::harness::Compare(codec, oracle, format->name)) {
+      problems += "\n  " + d->signature + ": " + d->detail;
+    }
+    if (!problems.empty()) {
+      RC_FAIL(g.description + " (seed " + std::to_string(seed) + "; file " +
+              qdtest::gen::ShowBytes(g.bytes, 200) + "):" + problems);
+    }
+  });
+  EXPECT_TRUE(ok);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllFormats, RegistryViolation, ::testing::ValuesIn(AllViolableRules()),
+    [](const ::testing::TestParamInfo<RuleCase>& info) {
+      std::string name = info.param.format + "_" + info.param.rule;
+      for (char& ch : name) {
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      }
+      return name;
+    });
+
+}  // namespace
+
+// Every rule a generator says it can violate is in the catalogue and owned by
+// the format (its ID starts with the format's rule_prefix).
+TEST(RegistryProperties, ViolableRulesAreCataloguedAndOwned) {
+  for (const FormatEntry& f : qd::harness::Formats()) {
+    EXPECT_FALSE(f.violable_rules().empty()) << f.name;
+    for (const std::string& rule : f.violable_rules()) {
+      EXPECT_TRUE(Severities().count(rule)) << f.name << ": " << rule << " is not catalogued";
+      EXPECT_EQ(rule.rfind(f.rule_prefix, 0), 0u) << f.name << " generates " << rule;
+    }
+  }
+}
+
+// Valid instances: both readers accept with no error finding and agree on
+// every decoded value; the format claims its own instances.
+RC_GTEST_PROP(RegistryProperties, ValidInstancesAcceptedByBoth, (std::uint64_t seed)) {
+  for (const FormatEntry& f : qd::harness::Formats()) {
+    qd::harness::Rng rng(seed);
+    const qd::harness::Generated g = f.generate_valid(rng);
+    RC_ASSERT(g.expected_rule.empty());
+    const qd::ByteView view{g.bytes.data(), g.bytes.size()};
+    const qd::Outcome codec = f.codec_read(view, kFile);
+    const qd::Outcome check = f.codec_check(view, kFile);
+    const qd::Outcome oracle = f.oracle_read(view, kFile);
+    for (const auto& [who, o] : {std::pair<const char*, const qd::Outcome*>{"codec_read", &codec},
+                                 {"codec_check", &check},
+                                 {"oracle_read", &oracle}}) {
+      if (o->refused || ErrorCount(*o) != 0) {
+        RC_FAIL(std::string(f.name) + " " + who + " refused a valid instance (" + g.description +
+                "): " + Findings(*o));
+      }
+    }
+    if (auto d = qd::harness::Compare(codec, oracle, f.name)) RC_FAIL(d->signature + ": " + d->detail);
+    RC_ASSERT(f.claims(view));
+    RC_ASSERT(qd::harness::DetectFormat(view).name == f.name);
+  }
+}
+
+// Instances of every format with mutated headers (length prefix kept in step
+// or not) and flipped data bytes (block scales and payloads for RBQ): the
+// codec agrees with the oracle, and codec_check's findings are codec_read's.
+RC_GTEST_PROP(RegistryProperties, CodecAgreesWithOracleOnMutatedInstances, (std::uint64_t seed)) {
+  const auto mutations = *qdtest::gen::Mutations(4);
+  const bool fix_length = *rc::gen::weightedElement<bool>({{4, true}, {1, false}});
+  const auto data_flips = *rc::gen::resize(
+      4, rc::gen::container<std::vector<std::pair<std::uint32_t, std::uint8_t>>>(
+             rc::gen::pair(rc::gen::arbitrary<std::uint32_t>(), rc::gen::arbitrary<std::uint8_t>())));
+  for (const FormatEntry& f : qd::harness::Formats()) {
+    qd::harness::Rng rng(seed);
+    const qd::harness::Generated g = f.generate_valid(rng);
+    std::vector<std::uint8_t> file = g.bytes;
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = n * 256 + file[i];
+    const std::uint64_t data_start = 8 + n;
+    if (file.size() > data_start) {
+      for (const auto& [where, value] : data_flips) {
+        file[data_start + where % (file.size() - data_start)] ^= value;
+      }
+    }
+    file = qdtest::gen::MutateHeader(file, mutations, fix_length);
+    const qd::ByteView view{file.data(), file.size()};
+    const qd::Outcome codec = f.codec_read(view, kFile);
+    const qd::Outcome check = f.codec_check(view, kFile);
+    const qd::Outcome oracle = f.oracle_read(view, kFile);
+    if (f.name == "rbq") {  // how deep the inputs reach
+      RC_TAG(codec.refused ? codec.findings.back().rule : std::string("accepted"));
+    }
+    if (auto d = qd::harness::Compare(codec, oracle, f.name)) {
+      RC_FAIL(d->signature + "\n" + d->detail + "\nfile: " + qdtest::gen::ShowBytes(file) +
+              "\ncodec:  " + Findings(codec) + "\noracle: " + Findings(oracle));
+    }
+    RC_ASSERT(check.refused == codec.refused);
+    RC_ASSERT(check.findings.size() == codec.findings.size());
+    for (std::size_t i = 0; i < check.findings.size(); ++i) {
+      RC_ASSERT(check.findings[i].rule == codec.findings[i].rule);
+      RC_ASSERT(check.findings[i].severity == codec.findings[i].severity);
+    }
+  }
+}
