@@ -1,0 +1,70 @@
+// fuzz_support.h: small helpers shared by quantdiff's fuzz targets.
+//
+// A target reads its parameters with InputReader (which yields zeros once the
+// input is used up, so every input is a complete program) and reports a
+// divergence with Diverge(), which prints a one-line signature that groups
+// duplicates, then the human detail, then aborts:
+//
+//   qd::fuzz::InputReader in(data, size);
+//   const int bits = (in.U8() & 1) ? 8 : 4;
+//   if (codec != oracle) qd::fuzz::Diverge("DIFF:rbq_matvec:bound:row", detail);
+#ifndef QUANTDIFF_FUZZ_COMMON_FUZZ_SUPPORT_H_
+#define QUANTDIFF_FUZZ_COMMON_FUZZ_SUPPORT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+namespace qd::fuzz {
+
+// Reads little-endian integers from a byte range; past the end every read
+// returns zero, so a short input is a valid (zero-padded) input.
+class InputReader {
+ public:
+  InputReader(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
+
+  std::size_t remaining() const { return pos_ < size_ ? size_ - pos_ : 0; }
+  bool empty() const { return remaining() == 0; }
+
+  std::uint8_t U8() { return pos_ < size_ ? data_[pos_++] : (++pos_, 0); }
+  std::uint16_t U16() {
+    const std::uint16_t lo = U8();
+    return static_cast<std::uint16_t>(lo | (U8() << 8));
+  }
+  std::uint32_t U32() {
+    const std::uint32_t lo = U16();
+    return lo | (static_cast<std::uint32_t>(U16()) << 16);
+  }
+  std::uint64_t U64() {
+    const std::uint64_t lo = U32();
+    return lo | (static_cast<std::uint64_t>(U32()) << 32);
+  }
+
+ private:
+  const std::uint8_t* data_;
+  std::size_t size_;
+  std::size_t pos_ = 0;
+};
+
+// Prints "signature\ndetail" to stderr and aborts, so libFuzzer (or the
+// replay driver) records a crash whose first stderr line is the signature.
+[[noreturn]] inline void Diverge(std::string_view signature, std::string_view detail) {
+  std::fprintf(stderr, "%.*s\n%.*s\n", static_cast<int>(signature.size()), signature.data(),
+               static_cast<int>(detail.size()), detail.data());
+  std::fflush(stderr);
+  std::abort();
+}
+
+// "0x3c00"-style hex of an integer, for details.
+inline std::string Hex(std::uint64_t value, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(value));
+  return buf;
+}
+
+}  // namespace qd::fuzz
+
+#endif  // QUANTDIFF_FUZZ_COMMON_FUZZ_SUPPORT_H_
