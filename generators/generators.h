@@ -29,6 +29,13 @@ harness::Generated RbqValid(harness::Rng& rng);
 std::vector<std::string> RbqViolableRules();
 harness::Generated RbqViolation(std::string_view rule, harness::Rng& rng);
 
+// bitsandbytes (rules BNB-*, docs/bnb.md): 4-bit NF4/FP4 (HF and GPT-QModel
+// names, flat or nested statistics, any quant_storage), 8-bit blockwise and
+// int8 row-scaled layers, made with the codec's encoders.
+harness::Generated BnbValid(harness::Rng& rng);
+std::vector<std::string> BnbViolableRules();
+harness::Generated BnbViolation(std::string_view rule, harness::Rng& rng);
+
 // Parameters of one RBQ file, exposed so fuzz targets can build from input.
 struct RbqFileParams {
   int bits = 4;

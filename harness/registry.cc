@@ -1,8 +1,10 @@
 #include "harness/registry.h"
 
+#include "codecs/bnb.h"
 #include "codecs/rbq.h"
 #include "codecs/safetensors.h"
 #include "generators/generators.h"
+#include "oracles/bnb.h"
 #include "oracles/rbq.h"
 #include "oracles/safetensors.h"
 
@@ -32,6 +34,17 @@ qd::Outcome CheckRbq(qd::ByteView file, const std::string& name) {
   return qd::Outcome{r.refused, std::move(r.findings), {}};
 }
 
+qd::Outcome CodecBnb(qd::ByteView file, const std::string& name) {
+  return codec::DecodeBnbFile(file, name);
+}
+
+qd::Outcome CheckBnb(qd::ByteView file, const std::string& name) {
+  codec::BnbResult r = codec::ReadBnb(file, name);
+  return qd::Outcome{r.refused, std::move(r.findings), {}};
+}
+
+bool ClaimsBnb(qd::ByteView file) { return codec::ReadBnb(file, "").is_bnb; }
+
 bool ClaimsAny(qd::ByteView) { return true; }
 
 bool ClaimsRbq(qd::ByteView file) {
@@ -45,6 +58,9 @@ const std::vector<FormatEntry>& Formats() {
       {"rbq", "RBQ-", "rabbit-infer Q4B32 / Q8B32 block formats (spec 002)",
        &CodecRbq, &CheckRbq, &oracle::ReadRbqFile, &ClaimsRbq, &gen::RbqValid,
        &gen::RbqViolableRules, &gen::RbqViolation},
+      {"bnb", "BNB-", "bitsandbytes 4-bit NF4/FP4, 8-bit blockwise, int8 row-scaled (spec 000)",
+       &CodecBnb, &CheckBnb, &oracle::ReadBnbFile, &ClaimsBnb, &gen::BnbValid,
+       &gen::BnbViolableRules, &gen::BnbViolation},
       {"safetensors", "ST-", "safetensors container", &CodecSafetensors, &CheckSafetensors,
        &oracle::ReadSafetensors, &ClaimsAny, &gen::SafetensorsValid,
        &gen::SafetensorsViolableRules, &gen::SafetensorsViolation},

@@ -2,7 +2,7 @@
 //
 // Sections, in the order the catalogue (oracles/rules.json) checks them:
 //   1. length prefix ............ ST-001, ST-002, ST-003
-//   2. header text .............. ST-004 (strict UTF-8, then JSON), ST-101, ST-102
+//   2. header text .............. ST-004 (strict UTF-8, then JSON: json.cc), ST-101, ST-102
 //   3. duplicate keys ........... ST-005
 //   4. __metadata__ ............. ST-006
 //   5. tensor entries ........... ST-007, ST-008, ST-009, ST-010 (name order)
@@ -11,19 +11,18 @@
 #include "oracles/safetensors.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string_view>
 #include <tuple>
+
+#include "oracles/json.h"
 
 namespace qd::oracle {
 namespace {
 
 constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint64_t kMaxHeaderSize = 100000000;  // ST-002
-constexpr int kMaxJsonDepth = 64;                    // ST-004
 constexpr std::int64_t kHeaderOffset = 8;            // byte_offset of header findings
 
 // ---------------------------------------------------------------------------
@@ -125,430 +124,8 @@ bool CheckLengthPrefix(qd::ByteView file, Reporter& report, std::uint64_t* heade
 }
 
 // ---------------------------------------------------------------------------
-// Section 2a: strict UTF-8 (RFC 3629, section 4): every character is a
-// scalar value U+0000..U+10FFFF, not a surrogate U+D800..U+DFFF, written in
-// its shortest form.
-
-bool IsStrictUtf8(const std::uint8_t* bytes, std::size_t size, std::size_t* bad_position) {
-  std::size_t i = 0;
-  while (i < size) {
-    const std::uint8_t lead = bytes[i];
-    if (lead < 0x80) {  // 0xxxxxxx
-      i += 1;
-      continue;
-    }
-    std::size_t length = 0;
-    std::uint32_t code_point = 0;
-    std::uint32_t smallest = 0;  // below this the encoding is overlong
-    if ((lead & 0xE0) == 0xC0) {  // 110xxxxx 10xxxxxx
-      length = 2;
-      code_point = lead & 0x1F;
-      smallest = 0x80;
-    } else if ((lead & 0xF0) == 0xE0) {  // 1110xxxx 10xxxxxx 10xxxxxx
-      length = 3;
-      code_point = lead & 0x0F;
-      smallest = 0x800;
-    } else if ((lead & 0xF8) == 0xF0) {  // 11110xxx 10xxxxxx 10xxxxxx 10xxxxxx
-      length = 4;
-      code_point = lead & 0x07;
-      smallest = 0x10000;
-    } else {  // a continuation byte as lead, or 0xF8..0xFF
-      *bad_position = i;
-      return false;
-    }
-    if (size - i < length) {  // truncated sequence
-      *bad_position = i;
-      return false;
-    }
-    for (std::size_t k = 1; k < length; ++k) {
-      const std::uint8_t next = bytes[i + k];
-      if ((next & 0xC0) != 0x80) {
-        *bad_position = i;
-        return false;
-      }
-      code_point = (code_point << 6) | (next & 0x3F);
-    }
-    const bool overlong = code_point < smallest;
-    const bool surrogate = code_point >= 0xD800 && code_point <= 0xDFFF;
-    const bool too_large = code_point > 0x10FFFF;
-    if (overlong || surrogate || too_large) {
-      *bad_position = i;
-      return false;
-    }
-    i += length;
-  }
-  return true;
-}
-
-// ---------------------------------------------------------------------------
-// Section 2b: the JSON text (RFC 8259). The parser keeps the whole document
-// as a flat list of nodes (document order) so that the later rules can look
-// at any object. Strings are stored unescaped in one text arena; numbers
-// keep their token as written. Nesting is capped at kMaxJsonDepth, so the
-// recursion is bounded.
-
-enum class JsonKind : std::uint8_t { kObject, kArray, kString, kNumber, kTrue, kFalse, kNull };
-
-constexpr std::uint32_t kNoNode = 0xFFFFFFFFu;
-
-struct JsonNode {
-  JsonKind kind = JsonKind::kNull;
-  std::uint32_t text_begin = 0;  // kString: unescaped bytes; kNumber: the token
-  std::uint32_t text_size = 0;
-  std::uint32_t key_begin = 0;  // the member key (unescaped) when the parent is an object
-  std::uint32_t key_size = 0;
-  std::uint32_t first_child = kNoNode;
-  std::uint32_t next_sibling = kNoNode;
-  std::uint32_t child_count = 0;
-};
-
-struct JsonDocument {
-  std::vector<JsonNode> nodes;  // nodes[0] is the top-level object
-  std::string text;             // arena of string bytes and number tokens
-
-  std::string_view Text(std::uint32_t node) const {
-    return std::string_view(text).substr(nodes[node].text_begin, nodes[node].text_size);
-  }
-  std::string_view Key(std::uint32_t node) const {
-    return std::string_view(text).substr(nodes[node].key_begin, nodes[node].key_size);
-  }
-  // The member value named key of an object node, or kNoNode.
-  std::uint32_t FindMember(std::uint32_t object, std::string_view key) const {
-    for (std::uint32_t child = nodes[object].first_child; child != kNoNode;
-         child = nodes[child].next_sibling) {
-      if (Key(child) == key) return child;
-    }
-    return kNoNode;
-  }
-};
-
-class JsonParser {
- public:
-  JsonParser(const std::uint8_t* bytes, std::size_t size, JsonDocument* document)
-      : bytes_(bytes), size_(size), document_(document) {}
-
-  // JSON-text = ws object ws  (this format requires the value to be an object).
-  bool ParseText() {
-    SkipWhitespace();
-    if (AtEnd() || bytes_[pos_] != '{') return Fail("the top-level value is not an object");
-    const std::uint32_t top = NewNode(JsonKind::kObject);
-    if (!ParseObject(1, top)) return false;
-    SkipWhitespace();
-    if (!AtEnd()) return Fail("bytes other than JSON whitespace follow the top-level object");
-    return true;
-  }
-
-  const std::string& error() const { return error_; }
-  std::size_t error_position() const { return error_position_; }
-
- private:
-  bool AtEnd() const { return pos_ >= size_; }
-
-  bool Fail(const char* what) {
-    error_ = what;
-    error_position_ = pos_;
-    return false;
-  }
-
-  // ws = *( %x20 / %x09 / %x0A / %x0D )
-  void SkipWhitespace() {
-    while (!AtEnd()) {
-      const std::uint8_t c = bytes_[pos_];
-      if (c != 0x20 && c != 0x09 && c != 0x0A && c != 0x0D) break;
-      ++pos_;
-    }
-  }
-
-  std::uint32_t NewNode(JsonKind kind) {
-    JsonNode node;
-    node.kind = kind;
-    document_->nodes.push_back(node);
-    return static_cast<std::uint32_t>(document_->nodes.size() - 1);
-  }
-
-  // Links child as the last child of parent (last is the previous last child).
-  void AppendChild(std::uint32_t parent, std::uint32_t* last, std::uint32_t child) {
-    std::vector<JsonNode>& nodes = document_->nodes;
-    if (*last == kNoNode) {
-      nodes[parent].first_child = child;
-    } else {
-      nodes[*last].next_sibling = child;
-    }
-    *last = child;
-    nodes[parent].child_count += 1;
-  }
-
-  // value = false / null / true / object / array / number / string
-  // depth is the nesting depth the value has if it is an object or array.
-  bool ParseValue(int depth, std::uint32_t* node) {
-    if (AtEnd()) return Fail("a value is expected");
-    const std::uint8_t c = bytes_[pos_];
-    if (c == '{' || c == '[') {
-      if (depth > kMaxJsonDepth) return Fail("more than 64 nested objects and arrays");
-      if (c == '{') {
-        *node = NewNode(JsonKind::kObject);
-        return ParseObject(depth, *node);
-      }
-      *node = NewNode(JsonKind::kArray);
-      return ParseArray(depth, *node);
-    }
-    if (c == '"') {
-      *node = NewNode(JsonKind::kString);
-      std::uint32_t begin = 0;
-      std::uint32_t size = 0;
-      if (!ParseString(&begin, &size)) return false;
-      document_->nodes[*node].text_begin = begin;
-      document_->nodes[*node].text_size = size;
-      return true;
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-      *node = NewNode(JsonKind::kNumber);
-      return ParseNumber(*node);
-    }
-    if (c == 't') {
-      *node = NewNode(JsonKind::kTrue);
-      return ParseLiteral("true");
-    }
-    if (c == 'f') {
-      *node = NewNode(JsonKind::kFalse);
-      return ParseLiteral("false");
-    }
-    if (c == 'n') {
-      *node = NewNode(JsonKind::kNull);
-      return ParseLiteral("null");
-    }
-    return Fail("a value is expected");
-  }
-
-  // object = begin-object [ member *( value-separator member ) ] end-object
-  // member = string name-separator value
-  bool ParseObject(int depth, std::uint32_t object) {
-    ++pos_;  // '{'
-    SkipWhitespace();
-    if (!AtEnd() && bytes_[pos_] == '}') {
-      ++pos_;
-      return true;
-    }
-    std::uint32_t last = kNoNode;
-    while (true) {
-      if (AtEnd() || bytes_[pos_] != '"') return Fail("an object key string is expected");
-      std::uint32_t key_begin = 0;
-      std::uint32_t key_size = 0;
-      if (!ParseString(&key_begin, &key_size)) return false;
-      SkipWhitespace();
-      if (AtEnd() || bytes_[pos_] != ':') return Fail("':' is expected after an object key");
-      ++pos_;
-      SkipWhitespace();
-      std::uint32_t child = kNoNode;
-      if (!ParseValue(depth + 1, &child)) return false;
-      document_->nodes[child].key_begin = key_begin;
-      document_->nodes[child].key_size = key_size;
-      AppendChild(object, &last, child);
-      SkipWhitespace();
-      if (AtEnd()) return Fail("the object is not closed");
-      if (bytes_[pos_] == ',') {
-        ++pos_;
-        SkipWhitespace();
-        continue;
-      }
-      if (bytes_[pos_] == '}') {
-        ++pos_;
-        return true;
-      }
-      return Fail("',' or '}' is expected in an object");
-    }
-  }
-
-  // array = begin-array [ value *( value-separator value ) ] end-array
-  bool ParseArray(int depth, std::uint32_t array) {
-    ++pos_;  // '['
-    SkipWhitespace();
-    if (!AtEnd() && bytes_[pos_] == ']') {
-      ++pos_;
-      return true;
-    }
-    std::uint32_t last = kNoNode;
-    while (true) {
-      std::uint32_t child = kNoNode;
-      if (!ParseValue(depth + 1, &child)) return false;
-      AppendChild(array, &last, child);
-      SkipWhitespace();
-      if (AtEnd()) return Fail("the array is not closed");
-      if (bytes_[pos_] == ',') {
-        ++pos_;
-        SkipWhitespace();
-        continue;
-      }
-      if (bytes_[pos_] == ']') {
-        ++pos_;
-        return true;
-      }
-      return Fail("',' or ']' is expected in an array");
-    }
-  }
-
-  // 4HEXDIG, either case.
-  bool ParseHex4(std::uint32_t* unit) {
-    if (size_ - pos_ < 4) return Fail("\\u needs four hex digits");
-    std::uint32_t value = 0;
-    for (int i = 0; i < 4; ++i) {
-      const std::uint8_t c = bytes_[pos_ + i];
-      std::uint32_t digit = 0;
-      if (c >= '0' && c <= '9') {
-        digit = c - '0';
-      } else if (c >= 'a' && c <= 'f') {
-        digit = c - 'a' + 10;
-      } else if (c >= 'A' && c <= 'F') {
-        digit = c - 'A' + 10;
-      } else {
-        return Fail("\\u needs four hex digits");
-      }
-      value = (value << 4) | digit;
-    }
-    pos_ += 4;
-    *unit = value;
-    return true;
-  }
-
-  void AppendUtf8(std::uint32_t code_point) {
-    std::string& out = document_->text;
-    if (code_point < 0x80) {
-      out.push_back(static_cast<char>(code_point));
-    } else if (code_point < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (code_point >> 6)));
-      out.push_back(static_cast<char>(0x80 | (code_point & 0x3F)));
-    } else if (code_point < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (code_point >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((code_point >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (code_point & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (code_point >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((code_point >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((code_point >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (code_point & 0x3F)));
-    }
-  }
-
-  // string = quotation-mark *char quotation-mark. The unescaped bytes are
-  // appended to the arena; *begin and *size locate them.
-  bool ParseString(std::uint32_t* begin, std::uint32_t* size) {
-    std::string& out = document_->text;
-    *begin = static_cast<std::uint32_t>(out.size());
-    ++pos_;  // opening '"'
-    while (true) {
-      if (AtEnd()) return Fail("the string is not closed");
-      const std::uint8_t c = bytes_[pos_];
-      if (c == '"') {
-        ++pos_;
-        break;
-      }
-      if (c < 0x20) return Fail("a raw control character inside a string");
-      if (c != '\\') {
-        out.push_back(static_cast<char>(c));  // UTF-8 was validated beforehand
-        ++pos_;
-        continue;
-      }
-      ++pos_;  // '\\'
-      if (AtEnd()) return Fail("the string ends inside an escape");
-      const std::uint8_t e = bytes_[pos_];
-      ++pos_;
-      if (e == '"') {
-        out.push_back('"');
-      } else if (e == '\\') {
-        out.push_back('\\');
-      } else if (e == '/') {
-        out.push_back('/');
-      } else if (e == 'b') {
-        out.push_back('\b');
-      } else if (e == 'f') {
-        out.push_back('\f');
-      } else if (e == 'n') {
-        out.push_back('\n');
-      } else if (e == 'r') {
-        out.push_back('\r');
-      } else if (e == 't') {
-        out.push_back('\t');
-      } else if (e == 'u') {
-        std::uint32_t unit = 0;
-        if (!ParseHex4(&unit)) return false;
-        std::uint32_t code_point = unit;
-        if (unit >= 0xD800 && unit <= 0xDBFF) {
-          // A high surrogate must be followed at once by \u and a low one.
-          if (size_ - pos_ < 2 || bytes_[pos_] != '\\' || bytes_[pos_ + 1] != 'u') {
-            return Fail("a lone high surrogate escape");
-          }
-          pos_ += 2;
-          std::uint32_t low = 0;
-          if (!ParseHex4(&low)) return false;
-          if (low < 0xDC00 || low > 0xDFFF) return Fail("a high surrogate without its low surrogate");
-          code_point = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
-        } else if (unit >= 0xDC00 && unit <= 0xDFFF) {
-          return Fail("a lone low surrogate escape");
-        }
-        AppendUtf8(code_point);
-      } else {
-        return Fail("an unknown escape in a string");
-      }
-    }
-    *size = static_cast<std::uint32_t>(out.size() - *begin);
-    return true;
-  }
-
-  // number = [ minus ] int [ frac ] [ exp ]
-  // int = zero / ( digit1-9 *DIGIT ); frac = "." 1*DIGIT; exp = e [ - / + ] 1*DIGIT
-  bool ParseNumber(std::uint32_t node) {
-    const std::size_t start = pos_;
-    if (bytes_[pos_] == '-') ++pos_;
-    if (AtEnd()) return Fail("a number needs digits");
-    if (bytes_[pos_] == '0') {
-      ++pos_;
-    } else if (bytes_[pos_] >= '1' && bytes_[pos_] <= '9') {
-      while (!AtEnd() && IsDigit(bytes_[pos_])) ++pos_;
-    } else {
-      return Fail("a number needs digits");
-    }
-    if (!AtEnd() && bytes_[pos_] == '.') {
-      ++pos_;
-      if (AtEnd() || !IsDigit(bytes_[pos_])) return Fail("a fraction needs digits");
-      while (!AtEnd() && IsDigit(bytes_[pos_])) ++pos_;
-    }
-    if (!AtEnd() && (bytes_[pos_] == 'e' || bytes_[pos_] == 'E')) {
-      ++pos_;
-      if (!AtEnd() && (bytes_[pos_] == '+' || bytes_[pos_] == '-')) ++pos_;
-      if (AtEnd() || !IsDigit(bytes_[pos_])) return Fail("an exponent needs digits");
-      while (!AtEnd() && IsDigit(bytes_[pos_])) ++pos_;
-    }
-    // ST-004 decision (rules.json): a number whose value rounds to infinity
-    // in binary64 is refused, as the reference reader's JSON library does.
-    const std::string token(reinterpret_cast<const char*>(bytes_ + start), pos_ - start);
-    if (std::isinf(std::strtod(token.c_str(), nullptr))) {
-      return Fail("a number overflows binary64");
-    }
-    std::string& out = document_->text;
-    document_->nodes[node].text_begin = static_cast<std::uint32_t>(out.size());
-    document_->nodes[node].text_size = static_cast<std::uint32_t>(pos_ - start);
-    out.append(reinterpret_cast<const char*>(bytes_ + start), pos_ - start);
-    return true;
-  }
-
-  static bool IsDigit(std::uint8_t c) { return c >= '0' && c <= '9'; }
-
-  bool ParseLiteral(const char* word) {
-    const std::size_t length = std::strlen(word);
-    if (size_ - pos_ < length || std::memcmp(bytes_ + pos_, word, length) != 0) {
-      return Fail("an unknown literal");
-    }
-    pos_ += length;
-    return true;
-  }
-
-  const std::uint8_t* bytes_;
-  std::size_t size_;
-  std::size_t pos_ = 0;
-  JsonDocument* document_;
-  std::string error_;
-  std::size_t error_position_ = 0;
-};
+// Section 2: the header text. The UTF-8 check and the JSON parser live in
+// json.cc (shared with the bitsandbytes reader).
 
 // ST-004: the header is strict UTF-8 JSON whose top level is an object.
 bool CheckHeaderJson(const std::uint8_t* header, std::uint64_t size, Reporter& report,
@@ -558,11 +135,11 @@ bool CheckHeaderJson(const std::uint8_t* header, std::uint64_t size, Reporter& r
     return report.Error("ST-004", "", "header", kHeaderOffset,
                         "header byte " + std::to_string(bad) + " is not strict UTF-8");
   }
-  JsonParser parser(header, size, document);
-  if (!parser.ParseText()) {
+  JsonError error;
+  if (!ParseJsonObjectText(header, size, document, &error)) {
     return report.Error("ST-004", "", "header", kHeaderOffset,
-                        "header is not JSON at byte " + std::to_string(parser.error_position()) +
-                            ": " + parser.error());
+                        "header is not JSON at byte " + std::to_string(error.position) + ": " +
+                            error.what);
   }
   return true;
 }
@@ -586,22 +163,11 @@ void CheckHeaderPadding(const std::uint8_t* header, std::uint64_t size, Reporter
 // Section 3: duplicate keys (ST-005), in every object of the document.
 
 bool CheckDuplicateKeys(const JsonDocument& document, Reporter& report) {
-  std::vector<std::string_view> keys;
-  for (std::uint32_t node = 0; node < document.nodes.size(); ++node) {
-    if (document.nodes[node].kind != JsonKind::kObject) continue;
-    keys.clear();
-    for (std::uint32_t child = document.nodes[node].first_child; child != kNoNode;
-         child = document.nodes[child].next_sibling) {
-      keys.push_back(document.Key(child));
-    }
-    std::sort(keys.begin(), keys.end());  // byte order (char_traits compares unsigned)
-    for (std::size_t i = 1; i < keys.size(); ++i) {
-      // ST-005: a key appears twice in one object, compared after unescaping.
-      if (keys[i] == keys[i - 1]) {
-        return report.Error("ST-005", "", "header", kHeaderOffset,
-                            "the key \"" + std::string(keys[i]) + "\" appears twice in one object");
-      }
-    }
+  std::string key;
+  // ST-005: a key appears twice in one object, compared after unescaping.
+  if (FindDuplicateKey(document, &key)) {
+    return report.Error("ST-005", "", "header", kHeaderOffset,
+                        "the key \"" + key + "\" appears twice in one object");
   }
   return true;
 }
@@ -652,18 +218,7 @@ bool IsBlockDtype(std::string_view dtype) { return dtype == "Q4B32" || dtype == 
 // A non-negative integer: a JSON number token of digits only whose value
 // fits in 64 bits.
 bool ReadNonNegativeInteger(const JsonDocument& document, std::uint32_t node, std::uint64_t* value) {
-  if (document.nodes[node].kind != JsonKind::kNumber) return false;
-  const std::string_view token = document.Text(node);
-  if (token.empty()) return false;
-  std::uint64_t result = 0;
-  for (const char c : token) {
-    if (c < '0' || c > '9') return false;
-    const std::uint64_t digit = static_cast<std::uint64_t>(c - '0');
-    if (result > (kU64Max - digit) / 10) return false;  // > 2^64 - 1
-    result = result * 10 + digit;
-  }
-  *value = result;
-  return true;
+  return JsonToUint64(document, node, value);
 }
 
 struct TensorDraft {

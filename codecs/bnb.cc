@@ -1,0 +1,665 @@
+// bnb.cc: bitsandbytes layer discovery, checks (docs/bnb.md "Check order")
+// and decoding. Kernels: bnb_kernels.cc; encoders: bnb_quantize.cc.
+#include "codecs/bnb.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "codecs/strict_json.h"
+
+namespace qd::codec {
+namespace {
+
+constexpr std::int64_t kHeaderOffset = 8;  // findings about header-level facts
+constexpr std::string_view kHfMarker = ".quant_state.bitsandbytes__";
+constexpr std::string_view kGptqState = "weight_quant_state";
+constexpr std::string_view kBlockwiseKey = "bnb_blockwise8_quant_state";
+
+// A tensor whose name makes it the state of a layer.
+enum class StateForm : std::uint8_t { kHf4bit, kGptq4bit, kInt8Hf, kInt8Gptq };
+
+struct StateTensor {
+  StateForm form;
+  std::size_t tensor;
+  std::string prefix;  // HF: "W"; the others: "M." (possibly empty)
+  std::string type;    // HF: the T of bitsandbytes__T
+};
+
+bool Is4bit(StateForm f) { return f == StateForm::kHf4bit || f == StateForm::kGptq4bit; }
+
+// "M.<suffix>" or "<suffix>": the prefix M. ("" for the bare suffix), or nullopt.
+std::optional<std::string> PrefixBefore(std::string_view name, std::string_view suffix) {
+  if (name == suffix) return std::string();
+  if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix &&
+      name[name.size() - suffix.size() - 1] == '.') {
+    return std::string(name.substr(0, name.size() - suffix.size()));
+  }
+  return std::nullopt;
+}
+
+// Which state a tensor name stands for; the first form that matches wins.
+std::optional<std::pair<std::string, StateTensor>> ClassifyState(const std::string& name,
+                                                                 std::size_t index) {
+  if (const std::size_t pos = name.find(kHfMarker); pos != std::string::npos) {
+    std::string w = name.substr(0, pos);
+    StateTensor s{StateForm::kHf4bit, index, w, name.substr(pos + kHfMarker.size())};
+    return std::make_pair(std::move(w), std::move(s));
+  }
+  if (auto m = PrefixBefore(name, kGptqState)) {
+    return std::make_pair(*m + "weight", StateTensor{StateForm::kGptq4bit, index, *m, {}});
+  }
+  if (auto m = PrefixBefore(name, "SCB")) {
+    return std::make_pair(*m + "weight", StateTensor{StateForm::kInt8Hf, index, *m, {}});
+  }
+  if (auto m = PrefixBefore(name, "weight_scb")) {
+    return std::make_pair(*m + "weight", StateTensor{StateForm::kInt8Gptq, index, *m, {}});
+  }
+  return std::nullopt;
+}
+
+bool IsPowerOfTwoIn(std::uint64_t v, std::uint64_t lo, std::uint64_t hi) {
+  return v >= lo && v <= hi && std::has_single_bit(v);
+}
+
+std::uint64_t CeilDiv(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
+std::optional<BnbDtype> ParseBnbDtype(const std::string& s) {
+  if (s == "float16") return BnbDtype::kFloat16;
+  if (s == "bfloat16") return BnbDtype::kBfloat16;
+  if (s == "float32") return BnbDtype::kFloat32;
+  return std::nullopt;
+}
+
+bool IsUnsignedArray(const nlohmann::json& v) {
+  if (!v.is_array()) return false;
+  for (const nlohmann::json& e : v) {
+    if (!e.is_number_unsigned()) return false;
+  }
+  return true;
+}
+
+// The optional nested keys have the right JSON types when present.
+bool NestedKeyTypesOk(const nlohmann::json& o) {
+  if (o.contains("nested_blocksize") && !o["nested_blocksize"].is_number_unsigned()) return false;
+  if (o.contains("nested_dtype") && !o["nested_dtype"].is_string()) return false;
+  if (o.contains("nested_offset") && !o["nested_offset"].is_number()) return false;
+  return true;
+}
+
+bool HasNestedKey(const nlohmann::json& o) {
+  for (auto it = o.begin(); it != o.end(); ++it) {
+    if (it.key().rfind("nested_", 0) == 0) return true;
+  }
+  return false;
+}
+
+bool IsFloating(Dtype d) {
+  return d == Dtype::kF32 || d == Dtype::kF16 || d == Dtype::kBF16 || d == Dtype::kF64;
+}
+
+// The checks of one file: findings go to result; Error() stops the reader.
+class Checker {
+ public:
+  Checker(BnbResult* result, const std::string& file) : r_(result), file_(file) {
+    const auto& tensors = r_->container.tensors;
+    for (std::size_t i = 0; i < tensors.size(); ++i) by_name_.emplace(tensors[i].name, i);
+  }
+
+  std::size_t Find(const std::string& name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? kBnbNoTensor : it->second;
+  }
+  const TensorEntry& T(std::size_t i) const { return r_->container.tensors[i]; }
+  std::int64_t DataOffset(std::size_t i, std::uint64_t k = 0) const {
+    return static_cast<std::int64_t>(r_->container.data_start + T(i).begin + k);
+  }
+  const std::uint8_t* Data(std::size_t i) const { return r_->container.Data(T(i)); }
+
+  qd::Finding& Add(std::string rule, qd::Severity severity, std::string tensor,
+                   std::string field, std::int64_t offset, std::string message) {
+    qd::Finding f;
+    f.rule = std::move(rule);
+    f.severity = severity;
+    f.file = file_;
+    f.tensor = std::move(tensor);
+    f.field = std::move(field);
+    f.byte_offset = offset;
+    f.message = std::move(message);
+    r_->findings.push_back(std::move(f));
+    if (severity == qd::Severity::kError) r_->refused = true;
+    return r_->findings.back();
+  }
+  // Always false, so a check can `return Error(...)`.
+  bool Error(std::string rule, std::string tensor, std::string field, std::int64_t offset,
+             std::string message) {
+    Add(std::move(rule), qd::Severity::kError, std::move(tensor), std::move(field), offset,
+        std::move(message));
+    return false;
+  }
+
+  // BNB-104: the first non-finite binary32 value of the listed tensors, visited
+  // in storage order. by_element: the index is an element (maps), else a block.
+  struct Statistic {
+    std::size_t tensor;
+    std::string field;
+    bool by_element;
+  };
+  bool CheckFinite(std::vector<Statistic> stats) {
+    std::sort(stats.begin(), stats.end(),
+              [](const Statistic& a, const Statistic& b) { return a.tensor < b.tensor; });
+    for (const Statistic& s : stats) {
+      const std::uint8_t* p = Data(s.tensor);
+      const std::uint64_t count = T(s.tensor).element_count;
+      for (std::uint64_t k = 0; k < count; ++k) {
+        std::uint32_t bits;
+        std::memcpy(&bits, p + 4 * k, 4);
+        if ((bits & 0x7f800000u) != 0x7f800000u) continue;
+        qd::Finding& f = Add("BNB-104", qd::Severity::kError, T(s.tensor).name, s.field,
+                             DataOffset(s.tensor, 4 * k),
+                             s.field + " value " + std::to_string(k) + " is not finite");
+        (s.by_element ? f.element : f.block) = static_cast<std::int64_t>(k);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool Check4bit(const std::string& w, const std::vector<StateTensor>& states, BnbLayer* layer);
+  bool CheckBlockwise8(const std::string& w, BnbLayer* layer);
+  bool CheckInt8(const std::string& w, const std::vector<StateTensor>& states, BnbLayer* layer);
+
+ private:
+  BnbResult* r_;
+  const std::string& file_;
+  std::unordered_map<std::string, std::size_t> by_name_;
+};
+
+bool Checker::Check4bit(const std::string& w, const std::vector<StateTensor>& states,
+                        BnbLayer* layer) {
+  // 1. BNB-105: one state, W and its absmax present.
+  if (states.size() > 1) {
+    return Error("BNB-105", w, "quant_state", kHeaderOffset,
+                 std::to_string(states.size()) + " state tensors name " + w);
+  }
+  const StateTensor& state = states.front();
+  const bool hf = state.form == StateForm::kHf4bit;
+  auto sibling = [&](std::string_view hf_suffix, std::string_view gptq_suffix) {
+    return hf ? w + std::string(hf_suffix) : state.prefix + std::string(gptq_suffix);
+  };
+  layer->weight = Find(w);
+  if (layer->weight == kBnbNoTensor) {
+    return Error("BNB-105", w, "quant_state", kHeaderOffset, "the packed weight is missing");
+  }
+  layer->absmax = Find(sibling(".absmax", "weight_absmax"));
+  if (layer->absmax == kBnbNoTensor) {
+    return Error("BNB-105", w, "quant_state", kHeaderOffset, "the absmax tensor is missing");
+  }
+  layer->state = state.tensor;
+  layer->quant_map = Find(sibling(".quant_map", "weight_quant_map"));
+  layer->nested_absmax = Find(sibling(".nested_absmax", "weight_nested_absmax"));
+  layer->nested_quant_map = Find(sibling(".nested_quant_map", "weight_nested_quant_map"));
+
+  // 2. BNB-101: a U8 rank-1 tensor of strict JSON with the required keys.
+  const TensorEntry& st = T(state.tensor);
+  if (st.dtype != Dtype::kU8 || st.shape.size() != 1) {
+    return Error("BNB-101", st.name, "quant_state", kHeaderOffset,
+                 "the quant_state tensor is not U8 of rank 1");
+  }
+  const std::int64_t json_at = DataOffset(state.tensor);
+  const std::optional<nlohmann::json> parsed = ParseStrictJson(Data(state.tensor), st.end - st.begin);
+  if (!parsed || !parsed->is_object()) {
+    return Error("BNB-101", st.name, "quant_state", json_at,
+                 "the quant_state bytes are not strict JSON with an object on top");
+  }
+  const nlohmann::json& js = *parsed;
+  const bool keys_ok = js.contains("quant_type") && js["quant_type"].is_string() &&
+                       js.contains("blocksize") && js["blocksize"].is_number_unsigned() &&
+                       js.contains("dtype") && js["dtype"].is_string() && js.contains("shape") &&
+                       IsUnsignedArray(js["shape"]) && NestedKeyTypesOk(js);
+  if (!keys_ok) {
+    return Error("BNB-101", st.name, "quant_state", json_at,
+                 "a quant_state key is missing or of the wrong type");
+  }
+  // 3, 4. BNB-001 / BNB-102: quant_type.
+  const std::string quant_type = js["quant_type"].get<std::string>();
+  if (quant_type != "nf4" && quant_type != "fp4") {
+    return Error("BNB-001", st.name, "quant_type", json_at,
+                 "quant_type \"" + quant_type + "\" is not nf4 or fp4");
+  }
+  if (hf && state.type != quant_type) {
+    return Error("BNB-102", st.name, "quant_type", json_at,
+                 "the key says bitsandbytes__" + state.type + ", the JSON says " + quant_type);
+  }
+  layer->quant_type = quant_type == "nf4" ? Bnb4bitType::kNf4 : Bnb4bitType::kFp4;
+  // 5. BNB-001: blocksize.
+  const std::uint64_t blocksize = js["blocksize"].get<std::uint64_t>();
+  if (!IsPowerOfTwoIn(blocksize, 32, 4096)) {
+    return Error("BNB-001", st.name, "blocksize", json_at,
+                 "blocksize " + std::to_string(blocksize) + " is not a power of two 32..4096");
+  }
+  layer->blocksize = blocksize;
+  // 6. BNB-103: dtype.
+  const std::optional<BnbDtype> dtype = ParseBnbDtype(js["dtype"].get<std::string>());
+  if (!dtype) {
+    return Error("BNB-103", st.name, "dtype", json_at,
+                 "dtype \"" + js["dtype"].get<std::string>() + "\" is not float16, bfloat16 or float32");
+  }
+  layer->dtype = *dtype;
+  // 7. BNB-004: a nested layer is complete.
+  layer->nested = HasNestedKey(js) || layer->nested_absmax != kBnbNoTensor ||
+                  layer->nested_quant_map != kBnbNoTensor;
+  if (layer->nested) {
+    if (!js.contains("nested_offset")) {
+      return Error("BNB-004", st.name, "nested_offset", json_at, "nested layer without nested_offset");
+    }
+    if (!js.contains("nested_blocksize") ||
+        !IsPowerOfTwoIn(js["nested_blocksize"].get<std::uint64_t>(), 32, 4096)) {
+      return Error("BNB-004", st.name, "nested_blocksize", json_at,
+                   "nested_blocksize is missing or not a power of two 32..4096");
+    }
+    if (!js.contains("nested_dtype") || js["nested_dtype"].get<std::string>() != "float32") {
+      return Error("BNB-004", st.name, "nested_dtype", json_at, "nested_dtype is not float32");
+    }
+    if (layer->nested_absmax == kBnbNoTensor) {
+      return Error("BNB-004", w, "nested_absmax", kHeaderOffset, "nested layer without nested_absmax");
+    }
+    if (layer->nested_quant_map == kBnbNoTensor) {
+      return Error("BNB-004", w, "nested_quant_map", kHeaderOffset,
+                   "nested layer without nested_quant_map");
+    }
+    layer->nested_blocksize = js["nested_blocksize"].get<std::uint64_t>();
+    layer->nested_offset = static_cast<float>(js["nested_offset"].get<double>());
+  }
+  // 8. BNB-002: ceil(n / 2) packed bytes.
+  std::uint64_t n = 1;
+  bool overflow = false;
+  for (const nlohmann::json& d : js["shape"]) {
+    overflow |= __builtin_mul_overflow(n, d.get<std::uint64_t>(), &n);
+  }
+  const TensorEntry& packed = T(layer->weight);
+  if (overflow || packed.end - packed.begin != n / 2 + n % 2) {
+    return Error("BNB-002", w, "weight", kHeaderOffset,
+                 "the packed weight has " + std::to_string(packed.end - packed.begin) +
+                     " bytes; shape needs " +
+                     (overflow ? std::string("more than 2^64 elements") : std::to_string(n / 2 + n % 2)));
+  }
+  layer->n = n;
+  const std::uint64_t nblocks = CeilDiv(n, blocksize);
+  // 9, 10. absmax dtype and count.
+  const TensorEntry& absmax = T(layer->absmax);
+  if (absmax.dtype != (layer->nested ? Dtype::kU8 : Dtype::kF32)) {
+    return Error("BNB-102", absmax.name, "absmax", kHeaderOffset,
+                 std::string("absmax is not ") + (layer->nested ? "U8 (nested)" : "F32"));
+  }
+  if (absmax.element_count != nblocks) {
+    return Error("BNB-001", absmax.name, "absmax", kHeaderOffset,
+                 "absmax has " + std::to_string(absmax.element_count) + " values, " +
+                     std::to_string(nblocks) + " blocks");
+  }
+  // 11. BNB-004: the nested tensors.
+  if (layer->nested) {
+    const TensorEntry& na = T(layer->nested_absmax);
+    if (na.dtype != Dtype::kF32 || na.element_count != CeilDiv(nblocks, layer->nested_blocksize)) {
+      return Error("BNB-004", na.name, "nested_absmax", kHeaderOffset,
+                   "nested_absmax is not F32 with one value per nested block");
+    }
+    const TensorEntry& nq = T(layer->nested_quant_map);
+    if (nq.dtype != Dtype::kF32 || nq.element_count != 256) {
+      return Error("BNB-004", nq.name, "nested_quant_map", kHeaderOffset,
+                   "nested_quant_map is not F32 with 256 values");
+    }
+  }
+  // 12. BNB-102: an optional stored quant_map.
+  if (layer->quant_map != kBnbNoTensor) {
+    const TensorEntry& qm = T(layer->quant_map);
+    if (qm.dtype != Dtype::kF32 || qm.element_count != 16) {
+      return Error("BNB-102", qm.name, "quant_map", kHeaderOffset, "quant_map is not F32 with 16 values");
+    }
+  }
+  // 13. BNB-104.
+  std::vector<Statistic> stats;
+  if (layer->nested) {
+    stats.push_back({layer->nested_absmax, "nested_absmax", false});
+    stats.push_back({layer->nested_quant_map, "nested_quant_map", true});
+  } else {
+    stats.push_back({layer->absmax, "absmax", false});
+  }
+  if (!CheckFinite(std::move(stats))) return false;
+  // 14. BNB-106 (warning): the stored quant_map is not the table.
+  if (layer->quant_map != kBnbNoTensor) {
+    const std::array<float, 16>& table = Bnb4bitTable(layer->quant_type);
+    const std::uint8_t* p = Data(layer->quant_map);
+    for (std::uint64_t k = 0; k < 16; ++k) {
+      std::uint32_t stored, expected = std::bit_cast<std::uint32_t>(table[k]);
+      std::memcpy(&stored, p + 4 * k, 4);
+      if (stored != expected) {
+        Add("BNB-106", qd::Severity::kWarning, T(layer->quant_map).name, "quant_map",
+            DataOffset(layer->quant_map, 4 * k),
+            "stored quant_map differs from the " + quant_type + " table at code " +
+                std::to_string(k) + "; the table is used")
+            .element = static_cast<std::int64_t>(k);
+        break;
+      }
+    }
+  }
+  // Decoded shape: bnb returns the transpose when the packed tensor's first
+  // dimension is 1 and shape has rank 2.
+  for (const nlohmann::json& d : js["shape"]) layer->shape.push_back(d.get<std::uint64_t>());
+  if (!packed.shape.empty() && packed.shape[0] == 1 && layer->shape.size() == 2) {
+    std::swap(layer->shape[0], layer->shape[1]);
+  }
+  return true;
+}
+
+bool Checker::CheckBlockwise8(const std::string& w, BnbLayer* layer) {
+  const std::string field = std::string(kBlockwiseKey);
+  layer->weight = Find(w);
+  layer->absmax = Find(w + ".absmax");
+  layer->quant_map = Find(w + ".quant_map");
+  layer->nested_absmax = Find(w + ".nested_absmax");
+  layer->nested_quant_map = Find(w + ".nested_quant_map");
+  // 1. BNB-101: the metadata state.
+  const std::string* text = r_->container.Metadata(kBlockwiseKey);
+  const std::optional<nlohmann::json> parsed =
+      text != nullptr ? ParseStrictJson(*text) : std::optional<nlohmann::json>();
+  if (!parsed || !parsed->is_object()) {
+    return Error("BNB-101", "", field, kHeaderOffset,
+                 "the blockwise8 state is not strict JSON with an object on top");
+  }
+  const nlohmann::json& js = *parsed;
+  const bool shape_ok = !js.contains("shape") || js["shape"].is_null() || IsUnsignedArray(js["shape"]);
+  if (!js.contains("blocksize") || !js["blocksize"].is_number_unsigned() || !js.contains("dtype") ||
+      !js["dtype"].is_string() || !shape_ok || !NestedKeyTypesOk(js)) {
+    return Error("BNB-101", "", field, kHeaderOffset,
+                 "a blockwise8 state key is missing or of the wrong type");
+  }
+  // 2. BNB-107: blocksize.
+  const std::uint64_t blocksize = js["blocksize"].get<std::uint64_t>();
+  if (!IsPowerOfTwoIn(blocksize, 32, 4096)) {
+    return Error("BNB-107", "", "blocksize", kHeaderOffset,
+                 "blocksize " + std::to_string(blocksize) + " is not a power of two 32..4096");
+  }
+  layer->blocksize = blocksize;
+  // 3. BNB-103: dtype.
+  const std::optional<BnbDtype> dtype = ParseBnbDtype(js["dtype"].get<std::string>());
+  if (!dtype) {
+    return Error("BNB-103", "", "dtype", kHeaderOffset,
+                 "dtype \"" + js["dtype"].get<std::string>() + "\" is not float16, bfloat16 or float32");
+  }
+  layer->dtype = *dtype;
+  // 4. BNB-004: nested state complete.
+  layer->nested = HasNestedKey(js) || layer->nested_absmax != kBnbNoTensor ||
+                  layer->nested_quant_map != kBnbNoTensor;
+  if (layer->nested) {
+    if (!js.contains("nested_offset")) {
+      return Error("BNB-004", "", "nested_offset", kHeaderOffset, "nested state without nested_offset");
+    }
+    if (!js.contains("nested_blocksize") ||
+        !IsPowerOfTwoIn(js["nested_blocksize"].get<std::uint64_t>(), 32, 4096)) {
+      return Error("BNB-004", "", "nested_blocksize", kHeaderOffset,
+                   "nested_blocksize is missing or not a power of two 32..4096");
+    }
+    if (!js.contains("nested_dtype") || js["nested_dtype"].get<std::string>() != "float32") {
+      return Error("BNB-004", "", "nested_dtype", kHeaderOffset, "nested_dtype is not float32");
+    }
+    if (layer->nested_absmax == kBnbNoTensor) {
+      return Error("BNB-004", w, "nested_absmax", kHeaderOffset, "nested layer without nested_absmax");
+    }
+    if (layer->nested_quant_map == kBnbNoTensor) {
+      return Error("BNB-004", w, "nested_quant_map", kHeaderOffset,
+                   "nested layer without nested_quant_map");
+    }
+    layer->nested_blocksize = js["nested_blocksize"].get<std::uint64_t>();
+    layer->nested_offset = static_cast<float>(js["nested_offset"].get<double>());
+  }
+  // 5. BNB-107: the codes and the map.
+  const TensorEntry& codes = T(layer->weight);
+  if (codes.dtype != Dtype::kU8) {
+    return Error("BNB-107", w, "weight", kHeaderOffset, "the 8-bit codes are not U8");
+  }
+  const TensorEntry& map = T(layer->quant_map);
+  if (map.dtype != Dtype::kF32 || map.element_count != 256) {
+    return Error("BNB-107", map.name, "quant_map", kHeaderOffset, "quant_map is not F32 with 256 values");
+  }
+  // 6. BNB-102: a declared shape is the codes' shape.
+  if (js.contains("shape") && !js["shape"].is_null()) {
+    std::vector<std::uint64_t> declared;
+    for (const nlohmann::json& d : js["shape"]) declared.push_back(d.get<std::uint64_t>());
+    if (declared != codes.shape) {
+      return Error("BNB-102", w, "shape", kHeaderOffset, "the state's shape differs from the codes' shape");
+    }
+  }
+  layer->n = codes.element_count;
+  layer->shape = codes.shape;
+  const std::uint64_t nblocks = CeilDiv(layer->n, blocksize);
+  // 7. absmax dtype (BNB-102) and count (BNB-107).
+  const TensorEntry& absmax = T(layer->absmax);
+  if (absmax.dtype != (layer->nested ? Dtype::kU8 : Dtype::kF32)) {
+    return Error("BNB-102", absmax.name, "absmax", kHeaderOffset,
+                 std::string("absmax is not ") + (layer->nested ? "U8 (nested)" : "F32"));
+  }
+  if (absmax.element_count != nblocks) {
+    return Error("BNB-107", absmax.name, "absmax", kHeaderOffset,
+                 "absmax has " + std::to_string(absmax.element_count) + " values, " +
+                     std::to_string(nblocks) + " blocks");
+  }
+  // 8. BNB-004: the nested tensors.
+  if (layer->nested) {
+    const TensorEntry& na = T(layer->nested_absmax);
+    if (na.dtype != Dtype::kF32 || na.element_count != CeilDiv(nblocks, layer->nested_blocksize)) {
+      return Error("BNB-004", na.name, "nested_absmax", kHeaderOffset,
+                   "nested_absmax is not F32 with one value per nested block");
+    }
+    const TensorEntry& nq = T(layer->nested_quant_map);
+    if (nq.dtype != Dtype::kF32 || nq.element_count != 256) {
+      return Error("BNB-004", nq.name, "nested_quant_map", kHeaderOffset,
+                   "nested_quant_map is not F32 with 256 values");
+    }
+  }
+  // 9. BNB-104.
+  std::vector<Statistic> stats = {{layer->quant_map, "quant_map", true}};
+  if (layer->nested) {
+    stats.push_back({layer->nested_absmax, "nested_absmax", false});
+    stats.push_back({layer->nested_quant_map, "nested_quant_map", true});
+  } else {
+    stats.push_back({layer->absmax, "absmax", false});
+  }
+  return CheckFinite(std::move(stats));
+}
+
+bool Checker::CheckInt8(const std::string& w, const std::vector<StateTensor>& states,
+                        BnbLayer* layer) {
+  // 1. BNB-105: W present (and named by one scale tensor only).
+  if (states.size() > 1) {
+    return Error("BNB-105", w, "weight", kHeaderOffset,
+                 std::to_string(states.size()) + " scale tensors name " + w);
+  }
+  const StateTensor& state = states.front();
+  layer->scale = state.tensor;
+  layer->weight = Find(w);
+  if (layer->weight == kBnbNoTensor) {
+    return Error("BNB-105", w, "weight", kHeaderOffset, "the int8 weight is missing");
+  }
+  if (state.form == StateForm::kInt8Hf) layer->weight_format = Find(state.prefix + "weight_format");
+  // 2. BNB-108: shapes and dtypes.
+  const TensorEntry& wt = T(layer->weight);
+  if (wt.dtype != Dtype::kI8 || wt.shape.size() != 2) {
+    return Error("BNB-108", w, "weight", kHeaderOffset, "the int8 weight is not I8 of rank 2");
+  }
+  layer->rows = wt.shape[0];
+  layer->columns = wt.shape[1];
+  const TensorEntry& scb = T(layer->scale);
+  if (scb.dtype != Dtype::kF32 || scb.element_count != layer->rows) {
+    return Error("BNB-108", scb.name, "SCB", kHeaderOffset, "the row scale is not F32 with one value per row");
+  }
+  if (layer->weight_format != kBnbNoTensor) {
+    const TensorEntry& wf = T(layer->weight_format);
+    if (wf.dtype != Dtype::kU8 || wf.element_count != 1) {
+      return Error("BNB-108", wf.name, "weight_format", kHeaderOffset,
+                   "weight_format is not a single U8");
+    }
+    if (Data(layer->weight_format)[0] != 0) {
+      return Error("BNB-108", wf.name, "weight_format", DataOffset(layer->weight_format),
+                   "weight_format " + std::to_string(Data(layer->weight_format)[0]) +
+                       " is not 0 (row-major)");
+    }
+  }
+  // 3. BNB-104: finite scales (element = row).
+  if (!CheckFinite({{layer->scale, "SCB", true}})) return false;
+  layer->n = wt.element_count;
+  layer->shape = wt.shape;
+  return true;
+}
+
+}  // namespace
+
+BnbResult ReadBnb(qd::ByteView file, const std::string& file_name) {
+  ContainerResult container = ReadContainer(file, file_name);
+  BnbResult result;
+  result.findings = std::move(container.findings);
+  result.refused = container.refused;
+  result.container = std::move(container.container);
+  if (result.refused) return result;
+  const std::vector<TensorEntry>& tensors = result.container.tensors;
+
+  // Layers by W: the state tensors that name W, and whether W is blockwise8.
+  struct Plan {
+    std::vector<StateTensor> states;
+    bool blockwise8 = false;
+  };
+  std::vector<std::pair<std::string, Plan>> plans;
+  std::unordered_map<std::string, std::size_t> plan_of;
+  auto plan_for = [&](const std::string& w) -> Plan& {
+    auto [it, inserted] = plan_of.emplace(w, plans.size());
+    if (inserted) plans.emplace_back(w, Plan{});
+    return plans[it->second].second;
+  };
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (auto claim = ClassifyState(tensors[i].name, i)) {
+      plan_for(claim->first).states.push_back(std::move(claim->second));
+    }
+  }
+  if (result.container.Metadata(kBlockwiseKey) != nullptr) {
+    std::unordered_map<std::string, std::size_t> names;
+    for (std::size_t i = 0; i < tensors.size(); ++i) names.emplace(tensors[i].name, i);
+    for (const TensorEntry& t : tensors) {
+      if (names.count(t.name + ".absmax") == 0 || names.count(t.name + ".quant_map") == 0) continue;
+      if (plan_of.count(t.name) != 0) continue;  // a 4-bit or int8 layer's W
+      plan_for(t.name).blockwise8 = true;
+    }
+  }
+  result.is_bnb = !plans.empty();
+  if (!result.is_bnb) return result;
+  std::sort(plans.begin(), plans.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+
+  Checker checker(&result, file_name);
+  std::vector<bool> member(tensors.size(), false);
+  for (const auto& [w, plan] : plans) {
+    BnbLayer layer;
+    layer.name = w;
+    bool ok;
+    if (plan.blockwise8) {
+      layer.kind = BnbLayerKind::kBlockwise8;
+      ok = checker.CheckBlockwise8(w, &layer);
+    } else if (std::any_of(plan.states.begin(), plan.states.end(),
+                           [](const StateTensor& s) { return Is4bit(s.form); })) {
+      layer.kind = BnbLayerKind::k4bit;
+      ok = checker.Check4bit(w, plan.states, &layer);
+    } else {
+      layer.kind = BnbLayerKind::kInt8Rows;
+      ok = checker.CheckInt8(w, plan.states, &layer);
+    }
+    if (!ok) {
+      result.layers.clear();
+      return result;
+    }
+    for (std::size_t i : {layer.weight, layer.state, layer.absmax, layer.quant_map,
+                          layer.nested_absmax, layer.nested_quant_map, layer.scale,
+                          layer.weight_format}) {
+      if (i != kBnbNoTensor) member[i] = true;
+    }
+    result.layers.push_back(std::move(layer));
+  }
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (!member[i] && IsFloating(tensors[i].dtype)) result.plain_float_tensors.push_back(i);
+  }
+  std::sort(result.plain_float_tensors.begin(), result.plain_float_tensors.end(),
+            [&](std::size_t a, std::size_t b) { return tensors[a].name < tensors[b].name; });
+  return result;
+}
+
+qd::Outcome DecodeBnbFile(qd::ByteView file, const std::string& file_name, Kernel kernel) {
+  BnbResult r = ReadBnb(file, file_name);
+  qd::Outcome outcome;
+  outcome.refused = r.refused;
+  outcome.findings = std::move(r.findings);
+  if (r.refused) return outcome;
+  const Container& c = r.container;
+  if (!r.is_bnb) {
+    AppendFloatTensors(c, &outcome.tensors);
+    return outcome;
+  }
+  auto floats = [&](std::size_t i) {
+    std::vector<float> v(c.tensors[i].element_count);
+    if (!v.empty()) std::memcpy(v.data(), c.Data(c.tensors[i]), v.size() * 4);
+    return v;
+  };
+  // The per-block scales of a flat or nested layer.
+  auto block_scales = [&](const BnbLayer& layer, std::uint64_t nblocks) {
+    if (!layer.nested) return floats(layer.absmax);
+    std::vector<float> eff(nblocks);
+    const std::vector<float> map = floats(layer.nested_quant_map);
+    const std::vector<float> nested = floats(layer.nested_absmax);
+    BnbNestedAbsmax(c.Data(c.tensors[layer.absmax]), nblocks, map.data(), nested.data(),
+                    layer.nested_blocksize, layer.nested_offset, eff.data());
+    return eff;
+  };
+  std::vector<qd::DecodedTensor> decoded;
+  decoded.reserve(r.layers.size() + r.plain_float_tensors.size());
+  for (const BnbLayer& layer : r.layers) {
+    qd::DecodedTensor t{layer.name, layer.shape, std::vector<float>(layer.n)};
+    const std::uint8_t* data = c.Data(c.tensors[layer.weight]);
+    switch (layer.kind) {
+      case BnbLayerKind::k4bit: {
+        const std::vector<float> scales = block_scales(layer, CeilDiv(layer.n, layer.blocksize));
+        BnbDequantize4bit(layer.quant_type, data, layer.n, scales.data(), layer.blocksize,
+                          layer.dtype, t.values.data(), kernel);
+        break;
+      }
+      case BnbLayerKind::kBlockwise8: {
+        const std::vector<float> scales = block_scales(layer, CeilDiv(layer.n, layer.blocksize));
+        const std::vector<float> map = floats(layer.quant_map);
+        BnbDequantizeBlockwise8(data, layer.n, map.data(), scales.data(), layer.blocksize,
+                                layer.dtype, t.values.data(), kernel);
+        break;
+      }
+      case BnbLayerKind::kInt8Rows: {
+        const std::vector<float> scb = floats(layer.scale);
+        BnbDequantizeInt8Rows(reinterpret_cast<const std::int8_t*>(data), layer.rows,
+                              layer.columns, scb.data(), t.values.data(), kernel);
+        break;
+      }
+    }
+    decoded.push_back(std::move(t));
+  }
+  for (std::size_t i : r.plain_float_tensors) {
+    const TensorEntry& e = c.tensors[i];
+    qd::DecodedTensor t{e.name, e.shape, std::vector<float>(e.element_count)};
+    DecodeFloatTensor(c, e, t.values.data());
+    decoded.push_back(std::move(t));
+  }
+  std::sort(decoded.begin(), decoded.end(),
+            [](const qd::DecodedTensor& a, const qd::DecodedTensor& b) { return a.name < b.name; });
+  outcome.tensors = std::move(decoded);
+  return outcome;
+}
+
+}  // namespace qd::codec

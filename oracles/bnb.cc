@@ -1,0 +1,1152 @@
+// bnb.cc: the oracle's bitsandbytes reader, decoder and reference 4-bit
+// quantizer, written from docs/bnb.md, specs/000_0c91ab05e721f99e.txt and
+// the peer vectors' README.md and TABLES.json.
+//
+// Sections:
+//   1. binary32 helpers and the tables (TABLES.json, as bit patterns)
+//   2. rounding to the restored dtype (float16, bfloat16: RNE)
+//   3. findings
+//   4. finding the layers (docs/bnb.md "Layers")
+//   5. the quant_state JSON (BNB-101)
+//   6. the 4-bit layer checks, steps 1..14
+//   7. the 8-bit blockwise layer checks, steps 1..9
+//   8. the int8 row-scaled layer checks, steps 1..3
+//   9. decoding (docs/bnb.md "Decoding")
+//  10. ReadBnbFile
+//  11. the reference quantizer (default backend quantize_4bit)
+#include "oracles/bnb.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include "oracles/json.h"
+#include "oracles/safetensors.h"
+
+namespace qd::oracle {
+namespace {
+
+constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
+constexpr std::int64_t kHeaderOffset = 8;  // byte_offset of header-level findings
+
+// ---------------------------------------------------------------------------
+// Section 1: binary32 helpers and the tables.
+
+float FloatFromBits(std::uint32_t bits) {
+  float value = 0.0f;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+std::uint32_t BitsOfFloat(float value) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+bool IsFinite(float value) { return (BitsOfFloat(value) & 0x7F800000u) != 0x7F800000u; }
+
+std::uint32_t LoadU32(const std::uint8_t* p) {
+  std::uint32_t value = 0;
+  for (int i = 3; i >= 0; --i) value = (value << 8) | p[i];
+  return value;
+}
+
+float LoadF32(const std::uint8_t* p) { return FloatFromBits(LoadU32(p)); }
+
+// get_4bit_type("nf4"), TABLES.json nf4.values[code].hex.
+constexpr std::uint32_t kNf4Bits[16] = {
+    0xbf800000, 0xbf3239b1, 0xbf066b30, 0xbeca32a0, 0xbe91a24d, 0xbe3d353f, 0xbdba7871, 0x00000000,
+    0x3da2faff, 0x3e24cae3, 0x3e7c04dd, 0x3ead033a, 0x3ee1a4b8, 0x3f1007ab, 0x3f3913b3, 0x3f800000};
+
+// get_4bit_type("fp4"), TABLES.json fp4.values[code].hex: [0, 0.0625, 8, 12,
+// 4, 6, 2, 3, -0, -0.0625, -8, -12, -4, -6, -2, -3] / 12, where the Python
+// literal -0 is the integer 0, so code 8 is +0.0 (docs/bnb.md "FP4 code 8").
+constexpr std::uint32_t kFp4Bits[16] = {
+    0x00000000, 0x3baaaaab, 0x3f2aaaab, 0x3f800000, 0x3eaaaaab, 0x3f000000, 0x3e2aaaab, 0x3e800000,
+    0x00000000, 0xbbaaaaab, 0xbf2aaaab, 0xbf800000, 0xbeaaaaab, 0xbf000000, 0xbe2aaaab, 0xbe800000};
+
+// TABLES.json constants.partial_block_absmax_floor: float32(1e-38).
+constexpr std::uint32_t kAbsmaxFloorBits = 0x006ce3ee;
+
+// TABLES.json constants.int8_dequant_scale: the binary32 nearest 1/127.
+constexpr std::uint32_t kInt8ScaleBits = 0x3c010204;
+
+// The table of quant_type, or nullptr.
+const std::uint32_t* TableBits(std::string_view quant_type) {
+  if (quant_type == "nf4") return kNf4Bits;
+  if (quant_type == "fp4") return kFp4Bits;
+  return nullptr;
+}
+
+bool IsPowerOfTwoInRange(std::uint64_t value, std::uint64_t low, std::uint64_t high) {
+  return value >= low && value <= high && (value & (value - 1)) == 0;
+}
+
+// ceil(a / b) for b > 0, without overflow.
+std::uint64_t CeilDiv(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
+// ---------------------------------------------------------------------------
+// Section 2: the restored dtype. bnb's dequant returns the product rounded
+// to dtype (round to nearest, ties to even); the oracle widens it back.
+
+enum class RestoredDtype : std::uint8_t { kFloat16, kBFloat16, kFloat32 };
+
+bool ParseRestoredDtype(std::string_view text, RestoredDtype* dtype) {
+  if (text == "float16") {
+    *dtype = RestoredDtype::kFloat16;
+  } else if (text == "bfloat16") {
+    *dtype = RestoredDtype::kBFloat16;
+  } else if (text == "float32") {
+    *dtype = RestoredDtype::kFloat32;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// binary32 -> binary16 bits, round to nearest even, overflow to infinity.
+std::uint16_t FloatToHalfBits(float value) {
+  const std::uint32_t bits = BitsOfFloat(value);
+  const std::uint32_t sign = (bits >> 16) & 0x8000u;
+  const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
+  if (magnitude > 0x7F800000u) {
+    // NaN: stays a quiet NaN, the top payload bits kept.
+    return static_cast<std::uint16_t>(sign | 0x7E00u | ((magnitude & 0x7FFFFFu) >> 13));
+  }
+  // 65520 = 0x477FF000 lies half way between 65504 (the largest binary16,
+  // odd mantissa) and 65536: ties to even round it, and all above, to inf.
+  if (magnitude >= 0x477FF000u) return static_cast<std::uint16_t>(sign | 0x7C00u);
+  if (magnitude >= 0x38800000u) {
+    // Normal binary16 (>= 2^-14): rebias 127 -> 15, keep 10 of 23 bits.
+    const std::uint32_t exponent = (magnitude >> 23) - 127 + 15;
+    const std::uint32_t mantissa = magnitude & 0x7FFFFFu;
+    std::uint32_t half = (exponent << 10) | (mantissa >> 13);
+    const std::uint32_t rest = mantissa & 0x1FFFu;
+    if (rest > 0x1000u || (rest == 0x1000u && (half & 1u) != 0)) half += 1;  // may carry
+    return static_cast<std::uint16_t>(sign | half);
+  }
+  // Below 2^-14: a multiple of 2^-24. 2^-25 (0x33000000) and below round to
+  // zero (the tie at 2^-25 goes to the even 0).
+  if (magnitude <= 0x33000000u) return static_cast<std::uint16_t>(sign);
+  // value = m * 2^(e - 150) with the hidden bit; in units of 2^-24 that is
+  // m * 2^(e - 126), i.e. m >> (126 - e), with 14 <= 126 - e <= 24.
+  const std::uint32_t e = magnitude >> 23;
+  const std::uint32_t m = (magnitude & 0x7FFFFFu) | 0x800000u;
+  const std::uint32_t shift = 126 - e;
+  std::uint32_t half = m >> shift;
+  const std::uint32_t rest = m & ((1u << shift) - 1);
+  const std::uint32_t tie = 1u << (shift - 1);
+  if (rest > tie || (rest == tie && (half & 1u) != 0)) half += 1;
+  return static_cast<std::uint16_t>(sign | half);
+}
+
+// binary32 -> bfloat16 -> binary32, round to nearest even; NaN stays NaN.
+float RoundToBFloat16(float value) {
+  std::uint32_t bits = BitsOfFloat(value);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return FloatFromBits((bits | 0x00400000u) & 0xFFFF0000u);
+  const std::uint32_t lsb = (bits >> 16) & 1u;
+  bits += 0x7FFFu + lsb;  // infinity stays infinity; the largest values round to it
+  return FloatFromBits(bits & 0xFFFF0000u);
+}
+
+float RoundToDtype(float value, RestoredDtype dtype) {
+  switch (dtype) {
+    case RestoredDtype::kFloat16:
+      return HalfToFloat(FloatToHalfBits(value));
+    case RestoredDtype::kBFloat16:
+      return RoundToBFloat16(value);
+    case RestoredDtype::kFloat32:
+      break;
+  }
+  return value;
+}
+
+// ---------------------------------------------------------------------------
+// Section 3: findings.
+
+class Reporter {
+ public:
+  Reporter(qd::Outcome* outcome, const std::string& file) : outcome_(outcome), file_(file) {}
+
+  // Appends an error (the last finding), marks the outcome refused and
+  // returns false, so that a check can end with `return report.Error(...)`.
+  bool Error(const char* rule, const std::string& tensor, const char* field,
+             std::int64_t byte_offset, const std::string& message, std::int64_t block = -1,
+             std::int64_t element = -1) {
+    Add(rule, qd::Severity::kError, tensor, field, byte_offset, message, block, element);
+    outcome_->refused = true;
+    return false;
+  }
+
+  void Warning(const char* rule, const std::string& tensor, const char* field,
+               std::int64_t byte_offset, const std::string& message, std::int64_t block = -1,
+               std::int64_t element = -1) {
+    Add(rule, qd::Severity::kWarning, tensor, field, byte_offset, message, block, element);
+  }
+
+ private:
+  void Add(const char* rule, qd::Severity severity, const std::string& tensor, const char* field,
+           std::int64_t byte_offset, const std::string& message, std::int64_t block,
+           std::int64_t element) {
+    qd::Finding finding;
+    finding.rule = rule;
+    finding.severity = severity;
+    finding.file = file_;
+    finding.tensor = tensor;
+    finding.field = field;
+    finding.byte_offset = byte_offset;
+    finding.block = block;
+    finding.element = element;
+    finding.message = message;
+    outcome_->findings.push_back(finding);
+  }
+
+  qd::Outcome* outcome_;
+  const std::string& file_;
+};
+
+// ---------------------------------------------------------------------------
+// Section 4: the layers.
+
+// One tensor whose name makes a weight W a layer.
+enum class StateForm : std::uint8_t {
+  kHf4,       // W.quant_state.bitsandbytes__T
+  kGptq4,     // M.weight_quant_state, W = M.weight
+  kInt8Hf,    // M.SCB, W = M.weight
+  kInt8Gptq,  // M.weight_scb, W = M.weight
+};
+
+struct StateClaim {
+  std::string tensor;  // the state tensor's name
+  StateForm form = StateForm::kHf4;
+  std::string prefix;  // HF 4-bit: W; the other forms: M (with its dot, maybe empty)
+  std::string suffix;  // HF 4-bit: T
+};
+
+enum class LayerKind : std::uint8_t { kFourBit, kBlockwise8, kInt8 };
+
+struct Layer {
+  LayerKind kind = LayerKind::kFourBit;
+  std::string w;
+  std::vector<StateClaim> claims;  // 4-bit and int8; several make the layer ambiguous
+  // Sibling names, whether the tensors exist or not.
+  std::string absmax;
+  std::string quant_map;
+  std::string nested_absmax;
+  std::string nested_quant_map;
+  std::string scale;          // int8: M.SCB or M.weight_scb
+  std::string weight_format;  // int8 HF: M.weight_format; empty otherwise
+};
+
+constexpr std::string_view kHfMarker = ".quant_state.bitsandbytes__";
+constexpr std::string_view kBlockwise8Key = "bnb_blockwise8_quant_state";
+
+// name is `suffix` itself or ends with "." + suffix; *prefix is the part
+// before suffix (empty, or ending in the dot).
+bool MatchesSuffix(const std::string& name, std::string_view suffix, std::string* prefix) {
+  if (name.size() < suffix.size()) return false;
+  if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
+  const std::size_t cut = name.size() - suffix.size();
+  if (cut != 0 && name[cut - 1] != '.') return false;
+  *prefix = name.substr(0, cut);
+  return true;
+}
+
+bool IsFourBitForm(StateForm form) { return form == StateForm::kHf4 || form == StateForm::kGptq4; }
+
+// Fills the sibling names of a 4-bit or int8 layer from its first claim.
+void NameSiblings(Layer* layer) {
+  const StateClaim& claim = layer->claims.front();
+  switch (claim.form) {
+    case StateForm::kHf4:
+      layer->absmax = layer->w + ".absmax";
+      layer->quant_map = layer->w + ".quant_map";
+      layer->nested_absmax = layer->w + ".nested_absmax";
+      layer->nested_quant_map = layer->w + ".nested_quant_map";
+      break;
+    case StateForm::kGptq4:
+      layer->absmax = claim.prefix + "weight_absmax";
+      layer->quant_map = claim.prefix + "weight_quant_map";
+      layer->nested_absmax = claim.prefix + "weight_nested_absmax";
+      layer->nested_quant_map = claim.prefix + "weight_nested_quant_map";
+      break;
+    case StateForm::kInt8Hf:
+      layer->scale = claim.tensor;
+      layer->weight_format = claim.prefix + "weight_format";
+      break;
+    case StateForm::kInt8Gptq:
+      layer->scale = claim.tensor;
+      break;
+  }
+}
+
+// The container's tensors by name.
+using TensorIndex = std::map<std::string, const ContainerTensor*>;
+
+const ContainerTensor* Find(const TensorIndex& index, const std::string& name) {
+  const auto it = index.find(name);
+  return it == index.end() ? nullptr : it->second;
+}
+
+const std::string* FindMetadata(const Container& container, std::string_view key) {
+  for (const auto& [name, value] : container.metadata) {
+    if (name == key) return &value;
+  }
+  return nullptr;
+}
+
+// docs/bnb.md "Layers": 4-bit layers (HF, GPT-QModel), int8 row-scaled
+// layers (HF, GPT-QModel), then 8-bit blockwise layers; sorted by W.
+std::vector<Layer> FindLayers(const Container& container, const TensorIndex& index) {
+  std::map<std::string, std::vector<StateClaim>> claims_by_w;
+  for (const ContainerTensor& tensor : container.tensors) {
+    const std::string& name = tensor.name;
+    std::string prefix;
+    const std::size_t marker = name.find(kHfMarker);
+    if (marker != std::string::npos) {
+      StateClaim claim;
+      claim.tensor = name;
+      claim.form = StateForm::kHf4;
+      claim.prefix = name.substr(0, marker);
+      claim.suffix = name.substr(marker + kHfMarker.size());
+      claims_by_w[claim.prefix].push_back(claim);
+    }
+    if (MatchesSuffix(name, "weight_quant_state", &prefix)) {
+      claims_by_w[prefix + "weight"].push_back({name, StateForm::kGptq4, prefix, ""});
+    }
+    if (MatchesSuffix(name, "SCB", &prefix)) {
+      claims_by_w[prefix + "weight"].push_back({name, StateForm::kInt8Hf, prefix, ""});
+    }
+    if (MatchesSuffix(name, "weight_scb", &prefix)) {
+      claims_by_w[prefix + "weight"].push_back({name, StateForm::kInt8Gptq, prefix, ""});
+    }
+  }
+
+  std::vector<Layer> layers;
+  for (auto& [w, claims] : claims_by_w) {
+    Layer layer;
+    layer.w = w;
+    // A 4-bit claim makes a 4-bit layer; the first 4-bit claim names the
+    // siblings (any second claim is refused as BNB-105 before they matter).
+    std::stable_partition(claims.begin(), claims.end(),
+                          [](const StateClaim& c) { return IsFourBitForm(c.form); });
+    layer.kind = IsFourBitForm(claims.front().form) ? LayerKind::kFourBit : LayerKind::kInt8;
+    layer.claims = claims;
+    NameSiblings(&layer);
+    layers.push_back(layer);
+  }
+
+  if (FindMetadata(container, kBlockwise8Key) != nullptr) {
+    for (const ContainerTensor& tensor : container.tensors) {
+      const std::string& w = tensor.name;
+      if (claims_by_w.count(w) != 0) continue;  // a 4-bit or int8 layer's W
+      if (Find(index, w + ".absmax") == nullptr || Find(index, w + ".quant_map") == nullptr)
+        continue;
+      Layer layer;
+      layer.kind = LayerKind::kBlockwise8;
+      layer.w = w;
+      layer.absmax = w + ".absmax";
+      layer.quant_map = w + ".quant_map";
+      layer.nested_absmax = w + ".nested_absmax";
+      layer.nested_quant_map = w + ".nested_quant_map";
+      layers.push_back(layer);
+    }
+  }
+  std::sort(layers.begin(), layers.end(), [](const Layer& a, const Layer& b) { return a.w < b.w; });
+  return layers;
+}
+
+// The names of the tensors a layer consists of (existing or not).
+void AddMembers(const Layer& layer, std::set<std::string>* members) {
+  members->insert(layer.w);
+  for (const StateClaim& claim : layer.claims) members->insert(claim.tensor);
+  for (const std::string* name : {&layer.absmax, &layer.quant_map, &layer.nested_absmax,
+                                  &layer.nested_quant_map, &layer.scale, &layer.weight_format}) {
+    if (!name->empty()) members->insert(*name);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Section 5: the quant_state JSON (BNB-101).
+
+struct QuantState {
+  std::string quant_type;
+  std::uint64_t blocksize = 0;
+  std::string dtype;
+  bool has_shape = false;  // 8-bit blockwise: a non-null shape
+  std::vector<std::uint64_t> shape;
+  bool has_nested_key = false;  // any key that begins with "nested_"
+  bool has_nested_blocksize = false;
+  std::uint64_t nested_blocksize = 0;
+  bool has_nested_dtype = false;
+  std::string nested_dtype;
+  bool has_nested_offset = false;
+  double nested_offset = 0.0;
+};
+
+// Reads a JSON array of integers.
+bool ReadIntegerArray(const JsonDocument& document, std::uint32_t node,
+                      std::vector<std::uint64_t>* values) {
+  if (document.nodes[node].kind != JsonKind::kArray) return false;
+  values->clear();
+  for (std::uint32_t item = document.nodes[node].first_child; item != kNoNode;
+       item = document.nodes[item].next_sibling) {
+    std::uint64_t value = 0;
+    if (!JsonToUint64(document, item, &value)) return false;
+    values->push_back(value);
+  }
+  return true;
+}
+
+// Parses a quant_state text. four_bit: quant_type and shape are required
+// (the packed 4-bit state); otherwise (the 8-bit blockwise metadata)
+// quant_type is ignored and shape may be absent or null. On failure
+// *problem says why (BNB-101).
+bool ParseQuantState(const std::uint8_t* bytes, std::size_t size, bool four_bit, QuantState* state,
+                     std::string* problem) {
+  JsonDocument document;
+  JsonError error;
+  if (!ParseStrictJsonObject(bytes, size, &document, &error)) {
+    *problem = "the quant_state is not strict JSON with an object on top (byte " +
+               std::to_string(error.position) + ": " + error.what + ")";
+    return false;
+  }
+  std::string duplicate;
+  if (FindDuplicateKey(document, &duplicate)) {
+    *problem = "the quant_state key \"" + duplicate + "\" appears twice in one object";
+    return false;
+  }
+  const auto member = [&](const char* key) { return document.FindMember(0, key); };
+  const auto is_string = [&](std::uint32_t node) {
+    return document.nodes[node].kind == JsonKind::kString;
+  };
+
+  if (four_bit) {
+    const std::uint32_t quant_type = member("quant_type");
+    if (quant_type == kNoNode || !is_string(quant_type)) {
+      *problem = "quant_type is missing or not a string";
+      return false;
+    }
+    state->quant_type = std::string(document.Text(quant_type));
+  }
+  const std::uint32_t blocksize = member("blocksize");
+  if (blocksize == kNoNode || !JsonToUint64(document, blocksize, &state->blocksize)) {
+    *problem = "blocksize is missing or not an integer";
+    return false;
+  }
+  const std::uint32_t dtype = member("dtype");
+  if (dtype == kNoNode || !is_string(dtype)) {
+    *problem = "dtype is missing or not a string";
+    return false;
+  }
+  state->dtype = std::string(document.Text(dtype));
+  const std::uint32_t shape = member("shape");
+  if (four_bit) {
+    if (shape == kNoNode || !ReadIntegerArray(document, shape, &state->shape)) {
+      *problem = "shape is missing or not an array of integers";
+      return false;
+    }
+    state->has_shape = true;
+  } else if (shape != kNoNode && document.nodes[shape].kind != JsonKind::kNull) {
+    if (!ReadIntegerArray(document, shape, &state->shape)) {
+      *problem = "shape is neither null nor an array of integers";
+      return false;
+    }
+    state->has_shape = true;
+  }
+
+  const std::uint32_t nested_blocksize = member("nested_blocksize");
+  if (nested_blocksize != kNoNode) {
+    if (!JsonToUint64(document, nested_blocksize, &state->nested_blocksize)) {
+      *problem = "nested_blocksize is not an integer";
+      return false;
+    }
+    state->has_nested_blocksize = true;
+  }
+  const std::uint32_t nested_dtype = member("nested_dtype");
+  if (nested_dtype != kNoNode) {
+    if (!is_string(nested_dtype)) {
+      *problem = "nested_dtype is not a string";
+      return false;
+    }
+    state->nested_dtype = std::string(document.Text(nested_dtype));
+    state->has_nested_dtype = true;
+  }
+  const std::uint32_t nested_offset = member("nested_offset");
+  if (nested_offset != kNoNode) {
+    if (!JsonToDouble(document, nested_offset, &state->nested_offset)) {
+      *problem = "nested_offset is not a number";
+      return false;
+    }
+    state->has_nested_offset = true;
+  }
+  for (std::uint32_t child = document.nodes[0].first_child; child != kNoNode;
+       child = document.nodes[child].next_sibling) {
+    if (document.Key(child).substr(0, 7) == "nested_") state->has_nested_key = true;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Shared by the checks: the file, its container and its tensors.
+
+struct Context {
+  qd::ByteView file;
+  const Container* container = nullptr;
+  const TensorIndex* index = nullptr;
+
+  const ContainerTensor* Tensor(const std::string& name) const { return Find(*index, name); }
+  const std::uint8_t* Data(const ContainerTensor& tensor) const {
+    return file.data + container->data_start + tensor.begin;
+  }
+  // 8 + N + begin + k.
+  std::int64_t Offset(const ContainerTensor& tensor, std::uint64_t k) const {
+    return static_cast<std::int64_t>(container->data_start + tensor.begin + k);
+  }
+};
+
+// What an accepted layer needs for decoding.
+struct LayerPlan {
+  const Layer* layer = nullptr;
+  QuantState state;
+  RestoredDtype dtype = RestoredDtype::kFloat32;
+  bool nested = false;
+  std::uint64_t n = 0;
+};
+
+bool IsF32(const ContainerTensor& tensor) { return tensor.dtype == "F32"; }
+
+std::string ShapeText(const std::vector<std::uint64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i != 0) text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+// BNB-004 (JSON part, 4-bit step 7 / 8-bit step 4): a nested layer has
+// nested_offset, a nested_blocksize that is a power of two 32..4096,
+// nested_dtype float32 and both nested tensors. json_tensor and json_offset
+// locate the JSON text.
+bool CheckNestedPieces(const Context& ctx, const Layer& layer, const QuantState& state,
+                       const std::string& json_tensor, std::int64_t json_offset, Reporter& report) {
+  if (!state.has_nested_offset) {
+    return report.Error("BNB-004", json_tensor, "nested_offset", json_offset,
+                        "the nested layer's quant_state has no nested_offset");
+  }
+  if (!state.has_nested_blocksize) {
+    return report.Error("BNB-004", json_tensor, "nested_blocksize", json_offset,
+                        "the nested layer's quant_state has no nested_blocksize");
+  }
+  if (!IsPowerOfTwoInRange(state.nested_blocksize, 32, 4096)) {
+    return report.Error("BNB-004", json_tensor, "nested_blocksize", json_offset,
+                        "nested_blocksize " + std::to_string(state.nested_blocksize) +
+                            " is not a power of two from 32 to 4096");
+  }
+  if (!state.has_nested_dtype) {
+    return report.Error("BNB-004", json_tensor, "nested_dtype", json_offset,
+                        "the nested layer's quant_state has no nested_dtype");
+  }
+  if (state.nested_dtype != "float32") {
+    return report.Error("BNB-004", json_tensor, "nested_dtype", json_offset,
+                        "nested_dtype \"" + state.nested_dtype + "\" is not float32");
+  }
+  if (ctx.Tensor(layer.nested_absmax) == nullptr) {
+    return report.Error("BNB-004", layer.w, "nested_absmax", kHeaderOffset,
+                        "the nested layer has no tensor " + layer.nested_absmax);
+  }
+  if (ctx.Tensor(layer.nested_quant_map) == nullptr) {
+    return report.Error("BNB-004", layer.w, "nested_quant_map", kHeaderOffset,
+                        "the nested layer has no tensor " + layer.nested_quant_map);
+  }
+  return true;
+}
+
+// BNB-004 (tensor part, 4-bit step 11 / 8-bit step 8).
+bool CheckNestedTensors(const Context& ctx, const Layer& layer, std::uint64_t nblocks,
+                        std::uint64_t nested_blocksize, Reporter& report) {
+  const ContainerTensor& nested_absmax = *ctx.Tensor(layer.nested_absmax);
+  const std::uint64_t want = CeilDiv(nblocks, nested_blocksize);
+  if (!IsF32(nested_absmax) || nested_absmax.element_count != want) {
+    return report.Error("BNB-004", nested_absmax.name, "nested_absmax", kHeaderOffset,
+                        "nested_absmax is " + nested_absmax.dtype + " with " +
+                            std::to_string(nested_absmax.element_count) + " elements, F32 with " +
+                            std::to_string(want) + " is needed");
+  }
+  const ContainerTensor& nested_quant_map = *ctx.Tensor(layer.nested_quant_map);
+  if (!IsF32(nested_quant_map) || nested_quant_map.element_count != 256) {
+    return report.Error("BNB-004", nested_quant_map.name, "nested_quant_map", kHeaderOffset,
+                        "nested_quant_map is " + nested_quant_map.dtype + " with " +
+                            std::to_string(nested_quant_map.element_count) +
+                            " elements, F32 with 256 is needed");
+  }
+  return true;
+}
+
+// BNB-104 over the values of an F32 tensor; block_index chooses whether the
+// index is reported as block or element.
+bool CheckFinite(const Context& ctx, const ContainerTensor& tensor, const char* field,
+                 bool block_index, Reporter& report) {
+  const std::uint8_t* data = ctx.Data(tensor);
+  for (std::uint64_t k = 0; k < tensor.element_count; ++k) {
+    if (IsFinite(LoadF32(data + 4 * k))) continue;
+    const std::int64_t index = static_cast<std::int64_t>(k);
+    return report.Error("BNB-104", tensor.name, field, ctx.Offset(tensor, 4 * k),
+                        std::string(field) + " value " + std::to_string(k) + " is not finite",
+                        block_index ? index : -1, block_index ? -1 : index);
+  }
+  return true;
+}
+
+// BNB-104 over the flat absmax (when not nested), nested_absmax and
+// nested_quant_map, in that order.
+bool CheckStatisticsFinite(const Context& ctx, const Layer& layer, bool nested, Reporter& report) {
+  if (!nested) return CheckFinite(ctx, *ctx.Tensor(layer.absmax), "absmax", true, report);
+  if (!CheckFinite(ctx, *ctx.Tensor(layer.nested_absmax), "nested_absmax", true, report)) {
+    return false;
+  }
+  return CheckFinite(ctx, *ctx.Tensor(layer.nested_quant_map), "nested_quant_map", false, report);
+}
+
+// ---------------------------------------------------------------------------
+// Section 6: the 4-bit layer, docs/bnb.md "4-bit layer" steps 1..14.
+
+bool CheckFourBitLayer(const Context& ctx, const Layer& layer, Reporter& report, LayerPlan* plan) {
+  // Step 1, BNB-105: one state tensor, W and absmax present.
+  if (layer.claims.size() > 1) {
+    return report.Error("BNB-105", layer.w, "quant_state", kHeaderOffset,
+                        "two state tensors name the weight " + layer.w + ": " +
+                            layer.claims[0].tensor + " and " + layer.claims[1].tensor);
+  }
+  const StateClaim& claim = layer.claims.front();
+  const ContainerTensor* w = ctx.Tensor(layer.w);
+  if (w == nullptr) {
+    return report.Error("BNB-105", layer.w, "quant_state", kHeaderOffset,
+                        "the state tensor " + claim.tensor + " names a weight that is missing");
+  }
+  const ContainerTensor* absmax = ctx.Tensor(layer.absmax);
+  if (absmax == nullptr) {
+    return report.Error("BNB-105", layer.w, "quant_state", kHeaderOffset,
+                        "the layer has no absmax tensor " + layer.absmax);
+  }
+
+  // Step 2, BNB-101: a U8 rank-1 tensor of strict JSON with the keys typed.
+  const ContainerTensor& state_tensor = *ctx.Tensor(claim.tensor);
+  if (state_tensor.dtype != "U8" || state_tensor.shape.size() != 1) {
+    return report.Error("BNB-101", state_tensor.name, "quant_state", kHeaderOffset,
+                        "the state tensor is " + state_tensor.dtype + " of rank " +
+                            std::to_string(state_tensor.shape.size()) + ", not U8 of rank 1");
+  }
+  const std::int64_t json_offset = ctx.Offset(state_tensor, 0);
+  QuantState& state = plan->state;
+  std::string problem;
+  if (!ParseQuantState(ctx.Data(state_tensor), state_tensor.end - state_tensor.begin, true, &state,
+                       &problem)) {
+    return report.Error("BNB-101", state_tensor.name, "quant_state", json_offset, problem);
+  }
+
+  // Step 3, BNB-001: quant_type.
+  if (TableBits(state.quant_type) == nullptr) {
+    return report.Error("BNB-001", state_tensor.name, "quant_type", json_offset,
+                        "quant_type \"" + state.quant_type + "\" is not nf4 or fp4");
+  }
+  // Step 4, BNB-102: the HF key suffix agrees with quant_type.
+  if (claim.form == StateForm::kHf4 && claim.suffix != state.quant_type) {
+    return report.Error(
+        "BNB-102", state_tensor.name, "quant_type", json_offset,
+        "the key says bitsandbytes__" + claim.suffix + ", quant_type is " + state.quant_type);
+  }
+  // Step 5, BNB-001: blocksize.
+  if (!IsPowerOfTwoInRange(state.blocksize, 32, 4096)) {
+    return report.Error(
+        "BNB-001", state_tensor.name, "blocksize", json_offset,
+        "blocksize " + std::to_string(state.blocksize) + " is not a power of two from 32 to 4096");
+  }
+  // Step 6, BNB-103: dtype.
+  if (!ParseRestoredDtype(state.dtype, &plan->dtype)) {
+    return report.Error("BNB-103", state_tensor.name, "dtype", json_offset,
+                        "dtype \"" + state.dtype + "\" is not float16, bfloat16 or float32");
+  }
+  // Step 7, BNB-004: a nested layer is complete.
+  plan->nested = state.has_nested_key || ctx.Tensor(layer.nested_absmax) != nullptr ||
+                 ctx.Tensor(layer.nested_quant_map) != nullptr;
+  if (plan->nested &&
+      !CheckNestedPieces(ctx, layer, state, state_tensor.name, json_offset, report)) {
+    return false;
+  }
+  // Step 8, BNB-002: the packed weight is ceil(n / 2) bytes.
+  bool overflow = false;
+  std::uint64_t n = 1;
+  for (const std::uint64_t dimension : state.shape) {
+    if (dimension != 0 && n > kU64Max / dimension) {
+      overflow = true;
+      break;
+    }
+    n *= dimension;
+  }
+  const std::uint64_t w_bytes = w->end - w->begin;
+  if (overflow || w_bytes != CeilDiv(n, 2)) {
+    return report.Error(
+        "BNB-002", layer.w, "weight", kHeaderOffset,
+        overflow ? "the element count of shape " + ShapeText(state.shape) + " overflows 64 bits"
+                 : "the packed weight is " + std::to_string(w_bytes) + " bytes, shape " +
+                       ShapeText(state.shape) + " needs " + std::to_string(CeilDiv(n, 2)));
+  }
+  plan->n = n;
+  // Step 9, BNB-102: absmax dtype.
+  const char* absmax_dtype = plan->nested ? "U8" : "F32";
+  if (absmax->dtype != absmax_dtype) {
+    return report.Error("BNB-102", absmax->name, "absmax", kHeaderOffset,
+                        "absmax is " + absmax->dtype + ", a " +
+                            (plan->nested ? std::string("nested") : std::string("flat")) +
+                            " layer needs " + absmax_dtype);
+  }
+  // Step 10, BNB-001: one absmax per block.
+  const std::uint64_t nblocks = CeilDiv(n, state.blocksize);
+  if (absmax->element_count != nblocks) {
+    return report.Error("BNB-001", absmax->name, "absmax", kHeaderOffset,
+                        "absmax has " + std::to_string(absmax->element_count) + " elements, ceil(" +
+                            std::to_string(n) + " / " + std::to_string(state.blocksize) +
+                            ") = " + std::to_string(nblocks) + " are needed");
+  }
+  // Step 11, BNB-004: the nested tensors.
+  if (plan->nested && !CheckNestedTensors(ctx, layer, nblocks, state.nested_blocksize, report)) {
+    return false;
+  }
+  // Step 12, BNB-102: a stored quant_map is F32[16].
+  const ContainerTensor* quant_map = ctx.Tensor(layer.quant_map);
+  if (quant_map != nullptr && (!IsF32(*quant_map) || quant_map->element_count != 16)) {
+    return report.Error("BNB-102", quant_map->name, "quant_map", kHeaderOffset,
+                        "quant_map is " + quant_map->dtype + " with " +
+                            std::to_string(quant_map->element_count) +
+                            " elements, not F32 with 16");
+  }
+  // Step 13, BNB-104: finite statistics.
+  if (!CheckStatisticsFinite(ctx, layer, plan->nested, report)) return false;
+  // Step 14, BNB-106 (warning): the stored quant_map is the table.
+  if (quant_map != nullptr) {
+    const std::uint32_t* table = TableBits(state.quant_type);
+    const std::uint8_t* data = ctx.Data(*quant_map);
+    for (std::uint64_t k = 0; k < 16; ++k) {
+      const std::uint32_t stored = LoadU32(data + 4 * k);
+      if (stored == table[k]) continue;
+      report.Warning("BNB-106", quant_map->name, "quant_map", ctx.Offset(*quant_map, 4 * k),
+                     "the stored quant_map differs from the " + state.quant_type +
+                         " table at code " + std::to_string(k) + "; it is ignored",
+                     -1, static_cast<std::int64_t>(k));
+      break;
+    }
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Section 7: the 8-bit blockwise layer, docs/bnb.md steps 1..9. The JSON is
+// __metadata__["bnb_blockwise8_quant_state"]: its findings name no tensor.
+
+bool CheckBlockwise8Layer(const Context& ctx, const Layer& layer, Reporter& report,
+                          LayerPlan* plan) {
+  const std::string& text = *FindMetadata(*ctx.container, kBlockwise8Key);
+  QuantState& state = plan->state;
+  std::string problem;
+  // Step 1, BNB-101.
+  if (!ParseQuantState(reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), false,
+                       &state, &problem)) {
+    return report.Error("BNB-101", "", "bnb_blockwise8_quant_state", kHeaderOffset, problem);
+  }
+  // Step 2, BNB-107: blocksize.
+  if (!IsPowerOfTwoInRange(state.blocksize, 32, 4096)) {
+    return report.Error(
+        "BNB-107", "", "blocksize", kHeaderOffset,
+        "blocksize " + std::to_string(state.blocksize) + " is not a power of two from 32 to 4096");
+  }
+  // Step 3, BNB-103: dtype.
+  if (!ParseRestoredDtype(state.dtype, &plan->dtype)) {
+    return report.Error("BNB-103", "", "dtype", kHeaderOffset,
+                        "dtype \"" + state.dtype + "\" is not float16, bfloat16 or float32");
+  }
+  // Step 4, BNB-004: a nested layer is complete.
+  plan->nested = state.has_nested_key || ctx.Tensor(layer.nested_absmax) != nullptr ||
+                 ctx.Tensor(layer.nested_quant_map) != nullptr;
+  if (plan->nested && !CheckNestedPieces(ctx, layer, state, "", kHeaderOffset, report)) {
+    return false;
+  }
+  // Step 5, BNB-107: U8 codes and an F32[256] quant_map.
+  const ContainerTensor& w = *ctx.Tensor(layer.w);
+  if (w.dtype != "U8") {
+    return report.Error("BNB-107", w.name, "weight", kHeaderOffset,
+                        "the 8-bit codes are " + w.dtype + ", not U8");
+  }
+  const ContainerTensor& quant_map = *ctx.Tensor(layer.quant_map);
+  if (!IsF32(quant_map) || quant_map.element_count != 256) {
+    return report.Error("BNB-107", quant_map.name, "quant_map", kHeaderOffset,
+                        "quant_map is " + quant_map.dtype + " with " +
+                            std::to_string(quant_map.element_count) +
+                            " elements, not F32 with 256");
+  }
+  // Step 6, BNB-102: a non-null shape is W's shape.
+  if (state.has_shape && state.shape != w.shape) {
+    return report.Error("BNB-102", w.name, "shape", kHeaderOffset,
+                        "the quant_state shape " + ShapeText(state.shape) +
+                            " differs from the codes' shape " + ShapeText(w.shape));
+  }
+  plan->n = w.element_count;
+  // Step 7: absmax dtype (BNB-102) and count (BNB-107).
+  const ContainerTensor& absmax = *ctx.Tensor(layer.absmax);
+  const char* absmax_dtype = plan->nested ? "U8" : "F32";
+  if (absmax.dtype != absmax_dtype) {
+    return report.Error("BNB-102", absmax.name, "absmax", kHeaderOffset,
+                        "absmax is " + absmax.dtype + ", a " +
+                            (plan->nested ? std::string("nested") : std::string("flat")) +
+                            " layer needs " + absmax_dtype);
+  }
+  const std::uint64_t nblocks = CeilDiv(plan->n, state.blocksize);
+  if (absmax.element_count != nblocks) {
+    return report.Error("BNB-107", absmax.name, "absmax", kHeaderOffset,
+                        "absmax has " + std::to_string(absmax.element_count) + " elements, ceil(" +
+                            std::to_string(plan->n) + " / " + std::to_string(state.blocksize) +
+                            ") = " + std::to_string(nblocks) + " are needed");
+  }
+  // Step 8, BNB-004: the nested tensors.
+  if (plan->nested && !CheckNestedTensors(ctx, layer, nblocks, state.nested_blocksize, report)) {
+    return false;
+  }
+  // Step 9, BNB-104: absmax / nested statistics, then the quant_map.
+  if (!CheckStatisticsFinite(ctx, layer, plan->nested, report)) return false;
+  return CheckFinite(ctx, quant_map, "quant_map", false, report);
+}
+
+// ---------------------------------------------------------------------------
+// Section 8: the int8 row-scaled layer, docs/bnb.md steps 1..3.
+
+bool CheckInt8Layer(const Context& ctx, const Layer& layer, Reporter& report) {
+  // Step 1, BNB-105: W present (and named by one scale tensor only).
+  if (layer.claims.size() > 1) {
+    return report.Error("BNB-105", layer.w, "weight", kHeaderOffset,
+                        "two scale tensors name the weight " + layer.w + ": " +
+                            layer.claims[0].tensor + " and " + layer.claims[1].tensor);
+  }
+  const ContainerTensor* w = ctx.Tensor(layer.w);
+  if (w == nullptr) {
+    return report.Error("BNB-105", layer.w, "weight", kHeaderOffset,
+                        "the scale tensor " + layer.scale + " names a weight that is missing");
+  }
+  // Step 2, BNB-108: I8 rank-2 weight, F32 scale per row, row-major format.
+  if (w->dtype != "I8" || w->shape.size() != 2) {
+    return report.Error("BNB-108", w->name, "weight", kHeaderOffset,
+                        "the int8 weight is " + w->dtype + " of rank " +
+                            std::to_string(w->shape.size()) + ", not I8 of rank 2");
+  }
+  const ContainerTensor& scale = *ctx.Tensor(layer.scale);
+  if (!IsF32(scale) || scale.element_count != w->shape[0]) {
+    return report.Error("BNB-108", scale.name, "SCB", kHeaderOffset,
+                        "the scale is " + scale.dtype + " with " +
+                            std::to_string(scale.element_count) + " elements, F32 with " +
+                            std::to_string(w->shape[0]) + " (one per row) is needed");
+  }
+  const ContainerTensor* format =
+      layer.weight_format.empty() ? nullptr : ctx.Tensor(layer.weight_format);
+  if (format != nullptr) {
+    if (format->dtype != "U8" || format->element_count != 1) {
+      return report.Error("BNB-108", format->name, "weight_format", kHeaderOffset,
+                          "weight_format is " + format->dtype + " with " +
+                              std::to_string(format->element_count) + " elements, not one U8");
+    }
+    const std::uint8_t value = ctx.Data(*format)[0];
+    if (value != 0) {
+      return report.Error(
+          "BNB-108", format->name, "weight_format", ctx.Offset(*format, 0),
+          "weight_format is " + std::to_string(value) + ", only 0 (row-major) is read");
+    }
+  }
+  // Step 3, BNB-104: finite scales.
+  return CheckFinite(ctx, scale, "SCB", false, report);
+}
+
+// ---------------------------------------------------------------------------
+// Section 9: decoding.
+
+// absmax_eff[b]: the stored F32 absmax, or (nested)
+// fl(fl(nested_quant_map[code] * nested_absmax[b / nested_blocksize]) + fl32(nested_offset)),
+// two binary32 roundings, never fused.
+std::vector<float> EffectiveAbsmax(const Context& ctx, const Layer& layer, const LayerPlan& plan) {
+  const ContainerTensor& absmax = *ctx.Tensor(layer.absmax);
+  const std::uint8_t* data = ctx.Data(absmax);
+  std::vector<float> out(absmax.element_count);
+  if (!plan.nested) {
+    for (std::uint64_t b = 0; b < absmax.element_count; ++b) out[b] = LoadF32(data + 4 * b);
+    return out;
+  }
+  const std::uint8_t* nested_absmax = ctx.Data(*ctx.Tensor(layer.nested_absmax));
+  const std::uint8_t* nested_quant_map = ctx.Data(*ctx.Tensor(layer.nested_quant_map));
+  const float offset = static_cast<float>(plan.state.nested_offset);  // binary64 -> binary32, RNE
+  for (std::uint64_t b = 0; b < absmax.element_count; ++b) {
+    const std::uint8_t code = data[b];
+    const float q = LoadF32(nested_quant_map + 4 * static_cast<std::uint64_t>(code));
+    const float scale = LoadF32(nested_absmax + 4 * (b / plan.state.nested_blocksize));
+    const float product = q * scale;     // rounded to binary32
+    const float sum = product + offset;  // rounded to binary32
+    out[b] = sum;
+  }
+  return out;
+}
+
+qd::DecodedTensor DecodeFourBit(const Context& ctx, const LayerPlan& plan) {
+  const Layer& layer = *plan.layer;
+  const ContainerTensor& w = *ctx.Tensor(layer.w);
+  const std::uint8_t* packed = ctx.Data(w);  // raw bytes, whatever the storage dtype
+  const std::uint32_t* table = TableBits(plan.state.quant_type);
+  const std::vector<float> absmax = EffectiveAbsmax(ctx, layer, plan);
+  std::vector<float> values(plan.n);
+  for (std::uint64_t i = 0; i < plan.n; ++i) {
+    const std::uint8_t byte = packed[i / 2];
+    // BNB-002: element 2j is the high nibble of byte j, 2j + 1 the low one.
+    const int code = (i % 2 == 0) ? (byte >> 4) : (byte & 0x0F);
+    const float v = FloatFromBits(table[code]);  // BNB-003: the table, not quant_map
+    const float product = v * absmax[i / plan.state.blocksize];
+    values[i] = RoundToDtype(product, plan.dtype);
+  }
+  qd::DecodedTensor decoded;
+  decoded.name = layer.w;
+  const std::vector<std::uint64_t>& shape = plan.state.shape;
+  // bnb's compatibility transpose: a packed weight with first dimension 1
+  // and a rank-2 shape come back as out.t().
+  if (!w.shape.empty() && w.shape[0] == 1 && shape.size() == 2) {
+    const std::uint64_t rows = shape[0];
+    const std::uint64_t cols = shape[1];
+    decoded.shape = {cols, rows};
+    decoded.values.resize(plan.n);
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      for (std::uint64_t c = 0; c < cols; ++c) decoded.values[c * rows + r] = values[r * cols + c];
+    }
+  } else {
+    decoded.shape = shape;
+    decoded.values = std::move(values);
+  }
+  return decoded;
+}
+
+qd::DecodedTensor DecodeBlockwise8(const Context& ctx, const LayerPlan& plan) {
+  const Layer& layer = *plan.layer;
+  const ContainerTensor& w = *ctx.Tensor(layer.w);
+  const std::uint8_t* codes = ctx.Data(w);
+  const std::uint8_t* quant_map = ctx.Data(*ctx.Tensor(layer.quant_map));
+  const std::vector<float> absmax = EffectiveAbsmax(ctx, layer, plan);
+  qd::DecodedTensor decoded;
+  decoded.name = layer.w;
+  decoded.shape = w.shape;
+  decoded.values.resize(plan.n);
+  for (std::uint64_t i = 0; i < plan.n; ++i) {
+    const float v = LoadF32(quant_map + 4 * static_cast<std::uint64_t>(codes[i]));
+    const float product = v * absmax[i / plan.state.blocksize];
+    decoded.values[i] = RoundToDtype(product, plan.dtype);
+  }
+  return decoded;
+}
+
+qd::DecodedTensor DecodeInt8(const Context& ctx, const Layer& layer) {
+  const ContainerTensor& w = *ctx.Tensor(layer.w);
+  const std::uint8_t* q = ctx.Data(w);
+  const std::uint8_t* scb = ctx.Data(*ctx.Tensor(layer.scale));
+  const float inverse = FloatFromBits(kInt8ScaleBits);
+  const std::uint64_t rows = w.shape[0];
+  const std::uint64_t cols = w.shape[1];
+  qd::DecodedTensor decoded;
+  decoded.name = layer.w;
+  decoded.shape = w.shape;
+  decoded.values.resize(w.element_count);
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    const float scale = LoadF32(scb + 4 * r);
+    for (std::uint64_t c = 0; c < cols; ++c) {
+      const float value = static_cast<float>(static_cast<std::int8_t>(q[r * cols + c]));
+      const float scaled = value * scale;               // rounded to binary32
+      decoded.values[r * cols + c] = scaled * inverse;  // rounded to binary32
+    }
+  }
+  return decoded;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Section 10: the reader.
+
+qd::Outcome ReadBnbFile(qd::ByteView file, const std::string& file_name) {
+  qd::Outcome outcome;
+  Container container;
+  if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
+
+  TensorIndex index;
+  for (const ContainerTensor& tensor : container.tensors) index[tensor.name] = &tensor;
+  const std::vector<Layer> layers = FindLayers(container, index);
+  if (layers.empty()) {
+    // Not a bitsandbytes file: exactly what ReadSafetensors returns.
+    for (const ContainerTensor& tensor : container.tensors) {
+      if (IsFloatDtype(tensor.dtype))
+        outcome.tensors.push_back(DecodeFloatTensor(file, container, tensor));
+    }
+    return outcome;
+  }
+
+  Context ctx;
+  ctx.file = file;
+  ctx.container = &container;
+  ctx.index = &index;
+  Reporter report(&outcome, file_name);
+  std::vector<LayerPlan> plans(layers.size());
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const Layer& layer = layers[i];
+    plans[i].layer = &layer;
+    bool accepted = false;
+    switch (layer.kind) {
+      case LayerKind::kFourBit:
+        accepted = CheckFourBitLayer(ctx, layer, report, &plans[i]);
+        break;
+      case LayerKind::kBlockwise8:
+        accepted = CheckBlockwise8Layer(ctx, layer, report, &plans[i]);
+        break;
+      case LayerKind::kInt8:
+        accepted = CheckInt8Layer(ctx, layer, report);
+        break;
+    }
+    if (!accepted) return outcome;
+  }
+
+  std::set<std::string> members;
+  for (const Layer& layer : layers) AddMembers(layer, &members);
+  for (const LayerPlan& plan : plans) {
+    switch (plan.layer->kind) {
+      case LayerKind::kFourBit:
+        outcome.tensors.push_back(DecodeFourBit(ctx, plan));
+        break;
+      case LayerKind::kBlockwise8:
+        outcome.tensors.push_back(DecodeBlockwise8(ctx, plan));
+        break;
+      case LayerKind::kInt8:
+        outcome.tensors.push_back(DecodeInt8(ctx, *plan.layer));
+        break;
+    }
+  }
+  for (const ContainerTensor& tensor : container.tensors) {
+    if (members.count(tensor.name) != 0 || !IsFloatDtype(tensor.dtype)) continue;
+    outcome.tensors.push_back(DecodeFloatTensor(file, container, tensor));
+  }
+  std::sort(outcome.tensors.begin(), outcome.tensors.end(),
+            [](const qd::DecodedTensor& a, const qd::DecodedTensor& b) { return a.name < b.name; });
+  return outcome;
+}
+
+// ---------------------------------------------------------------------------
+// Section 11: the tables and the reference quantizer.
+
+bool Bnb4bitTable(const std::string& quant_type, float table[16]) {
+  const std::uint32_t* bits = TableBits(quant_type);
+  if (bits == nullptr) return false;
+  for (int code = 0; code < 16; ++code) table[code] = FloatFromBits(bits[code]);
+  return true;
+}
+
+bool Bnb4bitBounds(const std::string& quant_type, float bounds[15], int sorted_codes[16]) {
+  float table[16];
+  if (!Bnb4bitTable(quant_type, table)) return false;
+  int order[16];
+  for (int code = 0; code < 16; ++code) order[code] = code;
+  // A stable argsort: FP4's two +0.0 entries keep code order (0, then 8).
+  std::stable_sort(order, order + 16, [&](int a, int b) { return table[a] < table[b]; });
+  for (int i = 0; i < 16; ++i) sorted_codes[i] = order[i];
+  for (int i = 0; i < 15; ++i) {
+    const float sum = table[order[i]] + table[order[i + 1]];  // rounded to binary32
+    bounds[i] = sum / 2.0f;
+  }
+  return true;
+}
+
+bool QuantizeBnb4bit(const std::string& quant_type, int blocksize, const std::string& dtype,
+                     const float* input, std::uint64_t n, std::vector<std::uint8_t>* packed,
+                     std::vector<float>* absmax, qd::Finding* error) {
+  const auto refuse = [&](const char* rule, const char* field, std::int64_t element,
+                          const std::string& message) {
+    *error = qd::Finding();
+    error->rule = rule;
+    error->field = field;
+    error->element = element;
+    error->message = message;
+    return false;
+  };
+  float bounds[15];
+  int sorted_codes[16];
+  if (!Bnb4bitBounds(quant_type, bounds, sorted_codes)) {
+    return refuse("BNB-001", "quant_type", -1,
+                  "quant_type \"" + quant_type + "\" is not nf4 or fp4");
+  }
+  if (blocksize < 32 || !IsPowerOfTwoInRange(static_cast<std::uint64_t>(blocksize), 32, 4096)) {
+    return refuse(
+        "BNB-001", "blocksize", -1,
+        "blocksize " + std::to_string(blocksize) + " is not a power of two from 32 to 4096");
+  }
+  RestoredDtype restored = RestoredDtype::kFloat32;
+  if (!ParseRestoredDtype(dtype, &restored)) {
+    return refuse("BNB-103", "dtype", -1,
+                  "dtype \"" + dtype + "\" is not float16, bfloat16 or float32");
+  }
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (!IsFinite(input[i])) {
+      return refuse("BNB-104", "input", static_cast<std::int64_t>(i),
+                    "input value " + std::to_string(i) + " is not finite");
+    }
+  }
+
+  // code = the code at sorted position (number of bounds strictly below s).
+  const auto code_of = [&](float scaled) {
+    int below = 0;
+    for (int k = 0; k < 15; ++k) {
+      if (bounds[k] < scaled) ++below;
+    }
+    return sorted_codes[below];
+  };
+
+  const std::uint64_t size = static_cast<std::uint64_t>(blocksize);
+  const std::uint64_t nblocks = CeilDiv(n, size);
+  const bool has_partial = n % size != 0;
+  const float floor = FloatFromBits(kAbsmaxFloorBits);
+  absmax->assign(nblocks, 0.0f);
+  std::vector<int> codes(n);
+  for (std::uint64_t b = 0; b < nblocks; ++b) {
+    const std::uint64_t begin = b * size;
+    const std::uint64_t end = std::min(n, begin + size);
+    float block_max = 0.0f;
+    for (std::uint64_t i = begin; i < end; ++i) {
+      const float magnitude = FloatFromBits(BitsOfFloat(input[i]) & 0x7FFFFFFFu);
+      if (magnitude > block_max) block_max = magnitude;
+    }
+    // Scaling uses max(absmax, 1e-38); only the partial last block stores it.
+    const float clamped = block_max < floor ? floor : block_max;
+    const bool partial = has_partial && b + 1 == nblocks;
+    (*absmax)[b] = partial ? clamped : block_max;
+    const float reciprocal = 1.0f / clamped;  // rounded to binary32
+    for (std::uint64_t i = begin; i < end; ++i) {
+      // Full blocks: fl(x * fl(1 / a)); the partial block: fl(x / a). The
+      // peer vectors tell the two apart (see bnb_oracle_test.cc).
+      float scaled = partial ? input[i] / clamped : input[i] * reciprocal;
+      if (scaled < -1.0f) scaled = -1.0f;
+      if (scaled > 1.0f) scaled = 1.0f;
+      codes[i] = code_of(scaled);
+    }
+  }
+  const int pad = code_of(0.0f);
+  packed->assign(CeilDiv(n, 2), 0);
+  for (std::uint64_t j = 0; j < packed->size(); ++j) {
+    const int high = codes[2 * j];
+    const int low = 2 * j + 1 < n ? codes[2 * j + 1] : pad;
+    (*packed)[j] = static_cast<std::uint8_t>((high << 4) | low);
+  }
+  return true;
+}
+
+}  // namespace qd::oracle

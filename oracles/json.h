@@ -1,0 +1,103 @@
+// json.h: the oracle's own strict JSON reader (RFC 8259) and UTF-8 check
+// (RFC 3629), shared by every oracle reader that meets JSON text: the
+// safetensors header (ST-004, ST-005), the bitsandbytes quant_state
+// (BNB-101) and the peer vector manifests read by the oracle tests.
+//
+// The rules it enforces are the ones ST-004 gives the header:
+//   * the bytes are strict UTF-8 (IsStrictUtf8, run first by the caller or
+//     by ParseStrictJsonObject): no overlong form, no surrogate, nothing
+//     above U+10FFFF;
+//   * the text is one JSON value that is an object, with optional JSON
+//     whitespace around it (so a BOM or a NUL outside a string is refused,
+//     and a raw control character inside a string is refused);
+//   * objects and arrays nest at most 64 deep;
+//   * a number whose value rounds to infinity in binary64 is refused.
+// Duplicate keys are not refused by the parser; FindDuplicateKey reports
+// them (ST-005 and BNB-101 refuse them).
+//
+// The document is a flat list of nodes in document order; nodes[0] is the
+// top-level object. Strings are stored unescaped; numbers keep their token.
+#ifndef QUANTDIFF_ORACLES_JSON_H_
+#define QUANTDIFF_ORACLES_JSON_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qd::oracle {
+
+// True when bytes[0, size) is strict UTF-8 (RFC 3629, section 4). When not,
+// *bad_position is the offset of the first byte of the bad sequence.
+bool IsStrictUtf8(const std::uint8_t* bytes, std::size_t size, std::size_t* bad_position);
+
+enum class JsonKind : std::uint8_t { kObject, kArray, kString, kNumber, kTrue, kFalse, kNull };
+
+inline constexpr std::uint32_t kNoNode = 0xFFFFFFFFu;
+
+struct JsonNode {
+  JsonKind kind = JsonKind::kNull;
+  std::uint32_t text_begin = 0;  // kString: unescaped bytes; kNumber: the token
+  std::uint32_t text_size = 0;
+  std::uint32_t key_begin = 0;  // the member key (unescaped) when the parent is an object
+  std::uint32_t key_size = 0;
+  std::uint32_t first_child = kNoNode;
+  std::uint32_t next_sibling = kNoNode;
+  std::uint32_t child_count = 0;
+};
+
+struct JsonDocument {
+  std::vector<JsonNode> nodes;  // nodes[0] is the top-level object
+  std::string text;             // arena of string bytes and number tokens
+
+  std::string_view Text(std::uint32_t node) const {
+    return std::string_view(text).substr(nodes[node].text_begin, nodes[node].text_size);
+  }
+  std::string_view Key(std::uint32_t node) const {
+    return std::string_view(text).substr(nodes[node].key_begin, nodes[node].key_size);
+  }
+  // The member value named key of an object node (the first one when the
+  // key is duplicated), or kNoNode.
+  std::uint32_t FindMember(std::uint32_t object, std::string_view key) const {
+    for (std::uint32_t child = nodes[object].first_child; child != kNoNode;
+         child = nodes[child].next_sibling) {
+      if (Key(child) == key) return child;
+    }
+    return kNoNode;
+  }
+};
+
+// Where and why a parse failed.
+struct JsonError {
+  std::string what;          // a short English phrase
+  std::size_t position = 0;  // byte offset into the text
+};
+
+// Parses bytes[0, size) as a JSON text whose value is an object (RFC 8259,
+// with the limits above). The bytes must already be strict UTF-8: strings
+// are copied through byte by byte. On failure returns false and fills
+// *error; *document is then unspecified.
+bool ParseJsonObjectText(const std::uint8_t* bytes, std::size_t size, JsonDocument* document,
+                         JsonError* error);
+
+// IsStrictUtf8, then ParseJsonObjectText. A UTF-8 failure is reported as
+// "not strict UTF-8" at the bad byte.
+bool ParseStrictJsonObject(const std::uint8_t* bytes, std::size_t size, JsonDocument* document,
+                           JsonError* error);
+
+// The first object (document order) that holds a key twice, compared after
+// unescaping; *key is the smallest such key of that object in byte order.
+// Returns false when no object has a duplicate key.
+bool FindDuplicateKey(const JsonDocument& document, std::string* key);
+
+// A JSON number token of digits only (no sign, fraction or exponent) whose
+// value fits in 64 bits.
+bool JsonToUint64(const JsonDocument& document, std::uint32_t node, std::uint64_t* value);
+
+// Any JSON number, rounded to the nearest binary64 (ties to even).
+bool JsonToDouble(const JsonDocument& document, std::uint32_t node, double* value);
+
+}  // namespace qd::oracle
+
+#endif  // QUANTDIFF_ORACLES_JSON_H_
