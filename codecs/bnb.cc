@@ -1,6 +1,7 @@
 // bnb.cc: bitsandbytes layer discovery, checks (docs/bnb.md "Check order")
 // and decoding. Kernels: bnb_kernels.cc; encoders: bnb_quantize.cc.
 #include "codecs/bnb.h"
+#include "codecs/finding.h"
 
 #include <algorithm>
 #include <bit>
@@ -124,15 +125,8 @@ class Checker {
 
   qd::Finding& Add(std::string rule, qd::Severity severity, std::string tensor,
                    std::string field, std::int64_t offset, std::string message) {
-    qd::Finding f;
-    f.rule = std::move(rule);
-    f.severity = severity;
-    f.file = file_;
-    f.tensor = std::move(tensor);
-    f.field = std::move(field);
-    f.byte_offset = offset;
-    f.message = std::move(message);
-    r_->findings.push_back(std::move(f));
+    r_->findings.push_back(MakeFinding(std::move(rule), severity, file_, std::move(tensor),
+                                       std::move(field), offset, std::move(message)));
     if (severity == qd::Severity::kError) r_->refused = true;
     return r_->findings.back();
   }
@@ -167,6 +161,62 @@ class Checker {
         (s.by_element ? f.element : f.block) = static_cast<std::int64_t>(k);
         return false;
       }
+    }
+    return true;
+  }
+
+  // BNB-004 (docs/bnb.md 4-bit step 7, blockwise step 4): a nested layer has
+  // nested_offset, nested_blocksize, nested_dtype float32 and both nested
+  // tensors. JSON facts are reported at (json_tensor, json_at).
+  bool CheckNestedState(const nlohmann::json& js, const std::string& w,
+                        const std::string& json_tensor, std::int64_t json_at, BnbLayer* layer) {
+    if (!js.contains("nested_offset")) {
+      return Error("BNB-004", json_tensor, "nested_offset", json_at, "nested state without nested_offset");
+    }
+    if (!js.contains("nested_blocksize") ||
+        !IsPowerOfTwoIn(js["nested_blocksize"].get<std::uint64_t>(), 32, 4096)) {
+      return Error("BNB-004", json_tensor, "nested_blocksize", json_at,
+                   "nested_blocksize is missing or not a power of two 32..4096");
+    }
+    if (!js.contains("nested_dtype") || js["nested_dtype"].get<std::string>() != "float32") {
+      return Error("BNB-004", json_tensor, "nested_dtype", json_at, "nested_dtype is not float32");
+    }
+    if (layer->nested_absmax == kBnbNoTensor) {
+      return Error("BNB-004", w, "nested_absmax", kHeaderOffset, "nested layer without nested_absmax");
+    }
+    if (layer->nested_quant_map == kBnbNoTensor) {
+      return Error("BNB-004", w, "nested_quant_map", kHeaderOffset,
+                   "nested layer without nested_quant_map");
+    }
+    layer->nested_blocksize = js["nested_blocksize"].get<std::uint64_t>();
+    layer->nested_offset = static_cast<float>(js["nested_offset"].get<double>());
+    return true;
+  }
+
+  // absmax is F32 (flat) or U8 (nested) (BNB-102) with one value per block
+  // (count_rule: BNB-001 for 4-bit, BNB-107 for blockwise), then the nested
+  // tensors' dtypes and sizes (BNB-004).
+  bool CheckStatistics(const BnbLayer& layer, std::uint64_t nblocks, const char* count_rule) {
+    const TensorEntry& absmax = T(layer.absmax);
+    if (absmax.dtype != (layer.nested ? Dtype::kU8 : Dtype::kF32)) {
+      return Error("BNB-102", absmax.name, "absmax", kHeaderOffset,
+                   std::string("absmax is not ") + (layer.nested ? "U8 (nested)" : "F32"));
+    }
+    if (absmax.element_count != nblocks) {
+      return Error(count_rule, absmax.name, "absmax", kHeaderOffset,
+                   "absmax has " + std::to_string(absmax.element_count) + " values, " +
+                       std::to_string(nblocks) + " blocks");
+    }
+    if (!layer.nested) return true;
+    const TensorEntry& na = T(layer.nested_absmax);
+    if (na.dtype != Dtype::kF32 || na.element_count != CeilDiv(nblocks, layer.nested_blocksize)) {
+      return Error("BNB-004", na.name, "nested_absmax", kHeaderOffset,
+                   "nested_absmax is not F32 with one value per nested block");
+    }
+    const TensorEntry& nq = T(layer.nested_quant_map);
+    if (nq.dtype != Dtype::kF32 || nq.element_count != 256) {
+      return Error("BNB-004", nq.name, "nested_quant_map", kHeaderOffset,
+                   "nested_quant_map is not F32 with 256 values");
     }
     return true;
   }
@@ -255,28 +305,7 @@ bool Checker::Check4bit(const std::string& w, const std::vector<StateTensor>& st
   // 7. BNB-004: a nested layer is complete.
   layer->nested = HasNestedKey(js) || layer->nested_absmax != kBnbNoTensor ||
                   layer->nested_quant_map != kBnbNoTensor;
-  if (layer->nested) {
-    if (!js.contains("nested_offset")) {
-      return Error("BNB-004", st.name, "nested_offset", json_at, "nested layer without nested_offset");
-    }
-    if (!js.contains("nested_blocksize") ||
-        !IsPowerOfTwoIn(js["nested_blocksize"].get<std::uint64_t>(), 32, 4096)) {
-      return Error("BNB-004", st.name, "nested_blocksize", json_at,
-                   "nested_blocksize is missing or not a power of two 32..4096");
-    }
-    if (!js.contains("nested_dtype") || js["nested_dtype"].get<std::string>() != "float32") {
-      return Error("BNB-004", st.name, "nested_dtype", json_at, "nested_dtype is not float32");
-    }
-    if (layer->nested_absmax == kBnbNoTensor) {
-      return Error("BNB-004", w, "nested_absmax", kHeaderOffset, "nested layer without nested_absmax");
-    }
-    if (layer->nested_quant_map == kBnbNoTensor) {
-      return Error("BNB-004", w, "nested_quant_map", kHeaderOffset,
-                   "nested layer without nested_quant_map");
-    }
-    layer->nested_blocksize = js["nested_blocksize"].get<std::uint64_t>();
-    layer->nested_offset = static_cast<float>(js["nested_offset"].get<double>());
-  }
+  if (layer->nested && !CheckNestedState(js, w, st.name, json_at, layer)) return false;
   // 8. BNB-002: ceil(n / 2) packed bytes.
   std::uint64_t n = 1;
   bool overflow = false;
@@ -292,30 +321,8 @@ bool Checker::Check4bit(const std::string& w, const std::vector<StateTensor>& st
   }
   layer->n = n;
   const std::uint64_t nblocks = CeilDiv(n, blocksize);
-  // 9, 10. absmax dtype and count.
-  const TensorEntry& absmax = T(layer->absmax);
-  if (absmax.dtype != (layer->nested ? Dtype::kU8 : Dtype::kF32)) {
-    return Error("BNB-102", absmax.name, "absmax", kHeaderOffset,
-                 std::string("absmax is not ") + (layer->nested ? "U8 (nested)" : "F32"));
-  }
-  if (absmax.element_count != nblocks) {
-    return Error("BNB-001", absmax.name, "absmax", kHeaderOffset,
-                 "absmax has " + std::to_string(absmax.element_count) + " values, " +
-                     std::to_string(nblocks) + " blocks");
-  }
-  // 11. BNB-004: the nested tensors.
-  if (layer->nested) {
-    const TensorEntry& na = T(layer->nested_absmax);
-    if (na.dtype != Dtype::kF32 || na.element_count != CeilDiv(nblocks, layer->nested_blocksize)) {
-      return Error("BNB-004", na.name, "nested_absmax", kHeaderOffset,
-                   "nested_absmax is not F32 with one value per nested block");
-    }
-    const TensorEntry& nq = T(layer->nested_quant_map);
-    if (nq.dtype != Dtype::kF32 || nq.element_count != 256) {
-      return Error("BNB-004", nq.name, "nested_quant_map", kHeaderOffset,
-                   "nested_quant_map is not F32 with 256 values");
-    }
-  }
+  // 9, 10, 11. absmax dtype and count, then the nested tensors.
+  if (!CheckStatistics(*layer, nblocks, "BNB-001")) return false;
   // 12. BNB-102: an optional stored quant_map.
   if (layer->quant_map != kBnbNoTensor) {
     const TensorEntry& qm = T(layer->quant_map);
@@ -397,28 +404,7 @@ bool Checker::CheckBlockwise8(const std::string& w, BnbLayer* layer) {
   // 4. BNB-004: nested state complete.
   layer->nested = HasNestedKey(js) || layer->nested_absmax != kBnbNoTensor ||
                   layer->nested_quant_map != kBnbNoTensor;
-  if (layer->nested) {
-    if (!js.contains("nested_offset")) {
-      return Error("BNB-004", "", "nested_offset", kHeaderOffset, "nested state without nested_offset");
-    }
-    if (!js.contains("nested_blocksize") ||
-        !IsPowerOfTwoIn(js["nested_blocksize"].get<std::uint64_t>(), 32, 4096)) {
-      return Error("BNB-004", "", "nested_blocksize", kHeaderOffset,
-                   "nested_blocksize is missing or not a power of two 32..4096");
-    }
-    if (!js.contains("nested_dtype") || js["nested_dtype"].get<std::string>() != "float32") {
-      return Error("BNB-004", "", "nested_dtype", kHeaderOffset, "nested_dtype is not float32");
-    }
-    if (layer->nested_absmax == kBnbNoTensor) {
-      return Error("BNB-004", w, "nested_absmax", kHeaderOffset, "nested layer without nested_absmax");
-    }
-    if (layer->nested_quant_map == kBnbNoTensor) {
-      return Error("BNB-004", w, "nested_quant_map", kHeaderOffset,
-                   "nested layer without nested_quant_map");
-    }
-    layer->nested_blocksize = js["nested_blocksize"].get<std::uint64_t>();
-    layer->nested_offset = static_cast<float>(js["nested_offset"].get<double>());
-  }
+  if (layer->nested && !CheckNestedState(js, w, "", kHeaderOffset, layer)) return false;
   // 5. BNB-107: the codes and the map.
   const TensorEntry& codes = T(layer->weight);
   if (codes.dtype != Dtype::kU8) {
@@ -439,30 +425,8 @@ bool Checker::CheckBlockwise8(const std::string& w, BnbLayer* layer) {
   layer->n = codes.element_count;
   layer->shape = codes.shape;
   const std::uint64_t nblocks = CeilDiv(layer->n, blocksize);
-  // 7. absmax dtype (BNB-102) and count (BNB-107).
-  const TensorEntry& absmax = T(layer->absmax);
-  if (absmax.dtype != (layer->nested ? Dtype::kU8 : Dtype::kF32)) {
-    return Error("BNB-102", absmax.name, "absmax", kHeaderOffset,
-                 std::string("absmax is not ") + (layer->nested ? "U8 (nested)" : "F32"));
-  }
-  if (absmax.element_count != nblocks) {
-    return Error("BNB-107", absmax.name, "absmax", kHeaderOffset,
-                 "absmax has " + std::to_string(absmax.element_count) + " values, " +
-                     std::to_string(nblocks) + " blocks");
-  }
-  // 8. BNB-004: the nested tensors.
-  if (layer->nested) {
-    const TensorEntry& na = T(layer->nested_absmax);
-    if (na.dtype != Dtype::kF32 || na.element_count != CeilDiv(nblocks, layer->nested_blocksize)) {
-      return Error("BNB-004", na.name, "nested_absmax", kHeaderOffset,
-                   "nested_absmax is not F32 with one value per nested block");
-    }
-    const TensorEntry& nq = T(layer->nested_quant_map);
-    if (nq.dtype != Dtype::kF32 || nq.element_count != 256) {
-      return Error("BNB-004", nq.name, "nested_quant_map", kHeaderOffset,
-                   "nested_quant_map is not F32 with 256 values");
-    }
-  }
+  // 7, 8. absmax dtype (BNB-102) and count (BNB-107), then the nested tensors.
+  if (!CheckStatistics(*layer, nblocks, "BNB-107")) return false;
   // 9. BNB-104.
   std::vector<Statistic> stats = {{layer->quant_map, "quant_map", true}};
   if (layer->nested) {

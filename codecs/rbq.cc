@@ -10,6 +10,7 @@
 #endif
 
 #include "codecs/float16.h"
+#include "codecs/finding.h"
 
 namespace qd::codec {
 namespace {
@@ -120,15 +121,8 @@ class FindingSink {
   FindingSink(RbqResult* result, const std::string& file) : result_(result), file_(file) {}
   qd::Finding& Add(std::string rule, qd::Severity severity, const std::string& tensor,
                    std::string field, std::int64_t offset, std::string message) {
-    qd::Finding f;
-    f.rule = std::move(rule);
-    f.severity = severity;
-    f.file = file_;
-    f.tensor = tensor;
-    f.field = std::move(field);
-    f.byte_offset = offset;
-    f.message = std::move(message);
-    result_->findings.push_back(std::move(f));
+    result_->findings.push_back(MakeFinding(std::move(rule), severity, file_, tensor,
+                                            std::move(field), offset, std::move(message)));
     if (severity == qd::Severity::kError) result_->refused = true;
     return result_->findings.back();
   }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codecs/float16.h"
+#include "codecs/finding.h"
 
 namespace qd::codec {
 namespace {
@@ -226,15 +227,8 @@ class FindingSink {
  private:
   void Add(std::string rule, qd::Severity severity, std::string tensor,
            std::string field, std::int64_t offset, std::string message) {
-    qd::Finding f;
-    f.rule = std::move(rule);
-    f.severity = severity;
-    f.file = file_;
-    f.tensor = std::move(tensor);
-    f.field = std::move(field);
-    f.byte_offset = offset;
-    f.message = std::move(message);
-    result_->findings.push_back(std::move(f));
+    result_->findings.push_back(MakeFinding(std::move(rule), severity, file_, std::move(tensor),
+                                            std::move(field), offset, std::move(message)));
   }
   ContainerResult* result_;
   const std::string& file_;

@@ -15,6 +15,7 @@
 //  10. ReadBnbFile
 //  11. the reference quantizer (default backend quantize_4bit)
 #include "oracles/bnb.h"
+#include "oracles/finding.h"
 
 #include <algorithm>
 #include <cstring>
@@ -193,16 +194,9 @@ class Reporter {
   void Add(const char* rule, qd::Severity severity, const std::string& tensor, const char* field,
            std::int64_t byte_offset, const std::string& message, std::int64_t block,
            std::int64_t element) {
-    qd::Finding finding;
-    finding.rule = rule;
-    finding.severity = severity;
-    finding.file = file_;
-    finding.tensor = tensor;
-    finding.field = field;
-    finding.byte_offset = byte_offset;
+    qd::Finding finding = NewFinding(rule, severity, file_, tensor, field, byte_offset, message);
     finding.block = block;
     finding.element = element;
-    finding.message = message;
     outcome_->findings.push_back(finding);
   }
 

@@ -11,6 +11,7 @@
 //   6. the reference matrix vector product ("Why the matrix vector product
 //      decodes in place")
 #include "oracles/rbq.h"
+#include "oracles/finding.h"
 
 #include <cmath>
 #include <cstring>
@@ -73,15 +74,7 @@ struct Reporter {
 
   qd::Finding Make(const char* rule, qd::Severity severity, const std::string& tensor,
                    const char* field, std::int64_t byte_offset, const std::string& message) const {
-    qd::Finding finding;
-    finding.rule = rule;
-    finding.severity = severity;
-    finding.file = file;
-    finding.tensor = tensor;
-    finding.field = field;
-    finding.byte_offset = byte_offset;
-    finding.message = message;
-    return finding;
+    return NewFinding(rule, severity, file, tensor, field, byte_offset, message);
   }
 
   // Appends an error (the last finding); returns false for `return report.Error(...)`.
@@ -344,12 +337,7 @@ qd::Outcome ReadRbqFile(qd::ByteView file, const std::string& file_name) {
 namespace {
 
 qd::Finding QuantizerError(const char* rule, const char* field, const std::string& message) {
-  qd::Finding finding;
-  finding.rule = rule;
-  finding.severity = qd::Severity::kError;
-  finding.field = field;
-  finding.message = message;
-  return finding;
+  return NewFinding(rule, qd::Severity::kError, "", "", field, -1, message);
 }
 
 }  // namespace

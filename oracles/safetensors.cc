@@ -9,6 +9,7 @@
 //   6. data layout .............. ST-011, ST-012, ST-013 ((begin, end, name) order)
 //   7. decoding ................. F32, F16, BF16, F64 to binary32
 #include "oracles/safetensors.h"
+#include "oracles/finding.h"
 
 #include <algorithm>
 #include <cstring>
@@ -82,15 +83,8 @@ class Reporter {
  private:
   void Add(const char* rule, qd::Severity severity, const std::string& tensor,
            const char* field, std::int64_t byte_offset, const std::string& message) {
-    qd::Finding finding;
-    finding.rule = rule;
-    finding.severity = severity;
-    finding.file = file_;
-    finding.tensor = tensor;
-    finding.field = field;
-    finding.byte_offset = byte_offset;
-    finding.message = message;
-    outcome_->findings.push_back(finding);
+    outcome_->findings.push_back(
+        NewFinding(rule, severity, file_, tensor, field, byte_offset, message));
   }
 
   qd::Outcome* outcome_;
