@@ -87,6 +87,7 @@ bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out
   for (const std::string& r : format.violable_rules()) groups.push_back(r);
 
   std::set<std::string> flags_used;
+  Json variant_notes = Json::object();  // variant flag -> what the variant is
   Json test_groups = Json::array();
   std::uint64_t tc_id = 0;
   for (const std::string& rule : groups) {
@@ -137,6 +138,14 @@ bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out
       test["file"] = file;
       test["result"] = oracle->refused ? "invalid" : warned ? "acceptable" : "valid";
       test["flags"] = std::move(flags);
+      if (format.variants != nullptr && !oracle->refused) {
+        Json variants = Json::array();
+        for (const qd::harness::VariantFlag& v : format.variants(bytes)) {
+          variants.push_back(v.flag);
+          variant_notes[v.flag] = v.note;
+        }
+        if (!variants.empty()) test["variantFlags"] = std::move(variants);
+      }
       test["crc32"] = Crc32Hex(g.bytes.data(), g.bytes.size());
       test["size"] = g.bytes.size();
       tests.push_back(std::move(test));
@@ -166,7 +175,11 @@ bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out
        "result and flags are the reference oracle's reading of each file; a reader conforms "
        "when it refuses every invalid file with the first flag that is an error rule, and "
        "accepts every valid and acceptable one.",
-       "file is relative to this JSON file's folder; crc32 is zlib's CRC-32 of its bytes."});
+       "file is relative to this JSON file's folder; crc32 is zlib's CRC-32 of its bytes.",
+       "variantFlags name documented upstream variants that apply to a valid file (see notes): "
+       "a reader that follows such a variant differs from the vector there without being "
+       "wrong."});
+  for (const auto& [flag, note] : variant_notes.items()) notes[flag] = note;
   doc["notes"] = std::move(notes);
   doc["testGroups"] = std::move(test_groups);
   result->tests = tc_id;

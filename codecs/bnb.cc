@@ -626,4 +626,16 @@ qd::Outcome DecodeBnbFile(qd::ByteView file, const std::string& file_name, Kerne
   return outcome;
 }
 
+bool BnbUsesFp4Code8(const BnbResult& result) {
+  for (const BnbLayer& layer : result.layers) {
+    if (layer.kind != BnbLayerKind::k4bit || layer.quant_type != Bnb4bitType::kFp4) continue;
+    const std::uint8_t* packed = result.container.Data(result.container.tensors[layer.weight]);
+    for (std::uint64_t i = 0; i < layer.n; ++i) {
+      const int code = i % 2 == 0 ? packed[i / 2] >> 4 : packed[i / 2] & 0x0f;
+      if (code == 8) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace qd::codec

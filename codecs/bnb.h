@@ -90,6 +90,11 @@ BnbResult ReadBnb(qd::ByteView file, const std::string& file_name);
 qd::Outcome DecodeBnbFile(qd::ByteView file, const std::string& file_name,
                           Kernel kernel = BestKernel());
 
+// True when an accepted file has an FP4 layer using code 8, whose value the
+// upstream decoders disagree on (+0.0 in bnb's Python table, which quantdiff
+// follows; -0.0 in its CUDA and C++ CPU decoders): docs/bnb.md "FP4 code 8".
+bool BnbUsesFp4Code8(const BnbResult& result);
+
 // ---- kernels -----------------------------------------------------------------
 // absmax_eff[b] = fl(fl(nested_quant_map[codes[b]] * nested_absmax[b / nested_blocksize])
 //                    + offset), two roundings, never fused. nested_blocksize: a power of two.

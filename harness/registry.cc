@@ -43,6 +43,15 @@ qd::Outcome CheckBnb(qd::ByteView file, const std::string& name) {
   return qd::Outcome{r.refused, std::move(r.findings), {}};
 }
 
+std::vector<VariantFlag> BnbVariants(qd::ByteView file) {
+  const codec::BnbResult r = codec::ReadBnb(file, "");
+  if (r.refused || !codec::BnbUsesFp4Code8(r)) return {};
+  return {{"fp4-code8-negzero",
+           "FP4 code 8 decodes to +0.0 in bitsandbytes' Python table (what quantdiff and this "
+           "vector follow) and to -0.0 in its CUDA and C++ CPU decoders; a reader giving -0.0 "
+           "there follows that upstream path (docs/bnb.md, FP4 code 8)."}};
+}
+
 bool ClaimsBnb(qd::ByteView file) { return codec::ReadBnb(file, "").is_bnb; }
 
 bool ClaimsAny(qd::ByteView) { return true; }
@@ -60,7 +69,7 @@ const std::vector<FormatEntry>& Formats() {
        &gen::RbqViolableRules, &gen::RbqViolation},
       {"bnb", "BNB-", "bitsandbytes 4-bit NF4/FP4, 8-bit blockwise, int8 row-scaled (spec 000)",
        &CodecBnb, &CheckBnb, &oracle::ReadBnbFile, &ClaimsBnb, &gen::BnbValid,
-       &gen::BnbViolableRules, &gen::BnbViolation},
+       &gen::BnbViolableRules, &gen::BnbViolation, &BnbVariants},
       {"safetensors", "ST-", "safetensors container", &CodecSafetensors, &CheckSafetensors,
        &oracle::ReadSafetensors, &ClaimsAny, &gen::SafetensorsValid,
        &gen::SafetensorsViolableRules, &gen::SafetensorsViolation},

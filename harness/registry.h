@@ -30,6 +30,13 @@ struct Generated {
   std::string description;
 };
 
+// A documented upstream variant that applies to a file: another output a
+// reader may give without being wrong (exported as a flag in the vectors).
+struct VariantFlag {
+  std::string flag;  // e.g. "fp4-code8-negzero"
+  std::string note;
+};
+
 struct FormatEntry {
   std::string_view name;         // "safetensors", "rbq"
   std::string_view rule_prefix;  // rules this format owns: "ST-", "RBQ-"
@@ -46,6 +53,8 @@ struct FormatEntry {
   // Rules the generator can violate on purpose, each reachable below.
   std::vector<std::string> (*violable_rules)();
   Generated (*generate_violation)(std::string_view rule, Rng& rng);
+  // Variants that apply to an accepted file; null when the format has none.
+  std::vector<VariantFlag> (*variants)(qd::ByteView file) = nullptr;
 };
 
 // Most specific first; "safetensors" (the container alone) is last.
