@@ -361,6 +361,7 @@ bool Checker::Check4bit(const std::string& w, const std::vector<StateTensor>& st
   for (const nlohmann::json& d : js["shape"]) layer->shape.push_back(d.get<std::uint64_t>());
   if (!packed.shape.empty() && packed.shape[0] == 1 && layer->shape.size() == 2) {
     std::swap(layer->shape[0], layer->shape[1]);
+    layer->transposed = true;
   }
   return true;
 }
@@ -596,6 +597,17 @@ qd::Outcome DecodeBnbFile(qd::ByteView file, const std::string& file_name, Kerne
         const std::vector<float> scales = block_scales(layer, CeilDiv(layer.n, layer.blocksize));
         BnbDequantize4bit(layer.quant_type, data, layer.n, scales.data(), layer.blocksize,
                           layer.dtype, t.values.data(), kernel);
+        if (layer.transposed) {  // decoded [c, r] holds the transpose of the [r, c] values
+          const std::uint64_t rows = layer.shape[1];
+          const std::uint64_t columns = layer.shape[0];
+          std::vector<float> transposed(t.values.size());
+          for (std::uint64_t i = 0; i < rows; ++i) {
+            for (std::uint64_t j = 0; j < columns; ++j) {
+              transposed[j * rows + i] = t.values[i * columns + j];
+            }
+          }
+          t.values = std::move(transposed);
+        }
         break;
       }
       case BnbLayerKind::kBlockwise8: {

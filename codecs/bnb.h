@@ -65,6 +65,7 @@ struct BnbLayer {
   std::uint64_t blocksize = 0;
   std::uint64_t n = 0;                // elements of W
   std::vector<std::uint64_t> shape;   // decoded shape (compatibility transpose applied)
+  bool transposed = false;            // bnb's compatibility transpose: shape is [c, r]
   bool nested = false;
   std::uint64_t nested_blocksize = 0;
   float nested_offset = 0.0f;         // fl32 of the JSON number

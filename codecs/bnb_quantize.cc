@@ -244,7 +244,11 @@ bool QuantizeBlockwise8(const float* x, std::uint64_t n, const float* map,
 bool QuantizeBnb4bit(const float* x, std::uint64_t n, Bnb4bitType type, std::uint64_t blocksize,
                      bool compress_statistics, Bnb4bitQuantized* out, std::string* error,
                      const float* nested_map, std::uint64_t nested_blocksize) {
-  if (blocksize == 0) return Fail(error, "blocksize 0");
+  // BNB-001: the 4-bit blocksizes bitsandbytes accepts.
+  if (blocksize < 32 || blocksize > 4096 || (blocksize & (blocksize - 1)) != 0) {
+    return Fail(error, "BNB-001: blocksize " + std::to_string(blocksize) +
+                           " is not a power of two from 32 to 4096");
+  }
   for (std::uint64_t i = 0; i < n; ++i) {
     if (!std::isfinite(x[i])) return Fail(error, "input value " + std::to_string(i) + " is not finite");
   }

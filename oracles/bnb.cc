@@ -599,13 +599,31 @@ bool CheckFinite(const Context& ctx, const ContainerTensor& tensor, const char* 
 }
 
 // BNB-104 over the flat absmax (when not nested), nested_absmax and
-// nested_quant_map, in that order.
-bool CheckStatisticsFinite(const Context& ctx, const Layer& layer, bool nested, Reporter& report) {
-  if (!nested) return CheckFinite(ctx, *ctx.Tensor(layer.absmax), "absmax", true, report);
-  if (!CheckFinite(ctx, *ctx.Tensor(layer.nested_absmax), "nested_absmax", true, report)) {
-    return false;
+// nested_quant_map, plus the 8-bit quant_map when one is given: the first
+// non-finite value in storage order, i.e. the tensors visited by data
+// offset (docs/bnb.md 4-bit step 13, blockwise step 9).
+bool CheckStatisticsFinite(const Context& ctx, const Layer& layer, bool nested, Reporter& report,
+                           const ContainerTensor* blockwise_quant_map = nullptr) {
+  struct Statistic {
+    const ContainerTensor* tensor;
+    const char* field;
+    bool by_block;  // the index names a block (absmax) or an element (maps)
+  };
+  std::vector<Statistic> stats;
+  if (!nested) {
+    stats.push_back({ctx.Tensor(layer.absmax), "absmax", true});
+  } else {
+    stats.push_back({ctx.Tensor(layer.nested_absmax), "nested_absmax", true});
+    stats.push_back({ctx.Tensor(layer.nested_quant_map), "nested_quant_map", false});
   }
-  return CheckFinite(ctx, *ctx.Tensor(layer.nested_quant_map), "nested_quant_map", false, report);
+  if (blockwise_quant_map != nullptr) stats.push_back({blockwise_quant_map, "quant_map", false});
+  std::sort(stats.begin(), stats.end(), [](const Statistic& a, const Statistic& b) {
+    return a.tensor->begin < b.tensor->begin;
+  });
+  for (const Statistic& s : stats) {
+    if (!CheckFinite(ctx, *s.tensor, s.field, s.by_block, report)) return false;
+  }
+  return true;
 }
 
 // ---------------------------------------------------------------------------
@@ -811,9 +829,8 @@ bool CheckBlockwise8Layer(const Context& ctx, const Layer& layer, Reporter& repo
   if (plan->nested && !CheckNestedTensors(ctx, layer, nblocks, state.nested_blocksize, report)) {
     return false;
   }
-  // Step 9, BNB-104: absmax / nested statistics, then the quant_map.
-  if (!CheckStatisticsFinite(ctx, layer, plan->nested, report)) return false;
-  return CheckFinite(ctx, quant_map, "quant_map", false, report);
+  // Step 9, BNB-104: absmax / nested statistics and the quant_map, in storage order.
+  return CheckStatisticsFinite(ctx, layer, plan->nested, report, &quant_map);
 }
 
 // ---------------------------------------------------------------------------
