@@ -22,7 +22,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds="${1:-60}"
 shift || true
-all_targets=(safetensors_header_diff rbq_file_diff rbq_roundtrip rbq_matvec)
+all_targets=(safetensors_header_diff rbq_file_diff rbq_roundtrip rbq_matvec bnb_file_diff
+             bnb_roundtrip)
 if [[ $# -gt 0 ]]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -eq 0 ]]; then
   echo "usage: $0 [SECONDS] [TARGET...]" >&2
@@ -35,6 +36,8 @@ max_len_of() {
     rbq_file_diff) echo 8192 ;;         # op lists, or whole files in raw mode
     rbq_roundtrip) echo 4200 ;;         # 8 rows x 128 columns x 4 bytes + tail
     rbq_matvec) echo 4096 ;;            # 64 Q8B32 blocks + 256 floats + tail
+    bnb_file_diff) echo 8192 ;;         # op lists, or whole files in raw mode
+    bnb_roundtrip) echo 16388 ;;        # 4096 binary32 values + tail (or repeated)
     *) echo 4096 ;;
   esac
 }
@@ -42,6 +45,7 @@ dict_of() {
   case "$1" in
     safetensors_header_diff) echo "$root/fuzz/safetensors_header.dict" ;;
     rbq_file_diff) echo "$root/fuzz/rbq_file.dict" ;;
+    bnb_file_diff) echo "$root/fuzz/bnb_file.dict" ;;
     *) echo "" ;;
   esac
 }
