@@ -52,6 +52,18 @@ struct Parts {
   codec::MetadataList metadata;
 };
 
+// The tensors and metadata of a valid file with these parameters.
+Parts PartsFor(const RbqFileParams& p, Rng& rng) {
+  Parts parts;
+  for (int i = 0; i < p.tensor_count; ++i) {
+    parts.tensors.push_back(QuantizedTensor(
+        p.bits, "layers." + std::to_string(i) + ".weight", p.rows, p.columns, p.magnitude, rng));
+  }
+  if (p.with_norm) parts.tensors.push_back(FloatTensor("norm.weight", {p.columns}, rng));
+  parts.metadata = RbqMetadata(p.bits);
+  return parts;
+}
+
 Parts RandomParts(Rng& rng, RbqFileParams* params_out = nullptr) {
   RbqFileParams p;
   p.bits = Pick(rng, 2) == 0 ? 4 : 8;
@@ -61,14 +73,7 @@ Parts RandomParts(Rng& rng, RbqFileParams* params_out = nullptr) {
   p.with_norm = Pick(rng, 2) == 0;
   p.magnitude = std::ldexp(1.0f, static_cast<int>(Pick(rng, 20)) - 12);
   if (params_out) *params_out = p;
-  Parts parts;
-  for (int i = 0; i < p.tensor_count; ++i) {
-    parts.tensors.push_back(QuantizedTensor(
-        p.bits, "layers." + std::to_string(i) + ".weight", p.rows, p.columns, p.magnitude, rng));
-  }
-  if (p.with_norm) parts.tensors.push_back(FloatTensor("norm.weight", {p.columns}, rng));
-  parts.metadata = RbqMetadata(p.bits);
-  return parts;
+  return PartsFor(p, rng);
 }
 
 Generated Make(const Parts& parts, std::string rule, std::string what) {
@@ -108,13 +113,7 @@ std::vector<float> RandomWeights(std::uint64_t count, float magnitude, Rng& rng)
 }
 
 std::vector<std::uint8_t> BuildRbqFile(const RbqFileParams& p, Rng& rng) {
-  Parts parts;
-  for (int i = 0; i < p.tensor_count; ++i) {
-    parts.tensors.push_back(QuantizedTensor(
-        p.bits, "layers." + std::to_string(i) + ".weight", p.rows, p.columns, p.magnitude, rng));
-  }
-  if (p.with_norm) parts.tensors.push_back(FloatTensor("norm.weight", {p.columns}, rng));
-  parts.metadata = RbqMetadata(p.bits);
+  const Parts parts = PartsFor(p, rng);
   return codec::SerializeSafetensors(parts.tensors, &parts.metadata);
 }
 
