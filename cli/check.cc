@@ -19,7 +19,7 @@ extern const std::string_view kCheckHelp =
     "  --report FORMAT  text (default): one line per finding and a summary;\n"
     "                   json, junit (one testcase per file) or sarif (2.1.0)\n"
     "  --out FILE       write the report to FILE instead of standard output\n"
-    "  --format NAME    apply NAME's rules to every file (rbq, safetensors)\n"
+    "  --format NAME    apply NAME's rules to every file (rbq, bnb, safetensors)\n"
     "\n"
     "exit: 0 every file accepted (warnings allowed), 1 a file was refused,\n"
     "      2 usage error, unreadable file or unwritable --out\n";

@@ -1,5 +1,8 @@
 // quantdiff decode: a file decoded by the codec, written as F32 safetensors.
 #include <bit>
+#include <exception>
+#include <utility>
+#include <vector>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -23,55 +26,91 @@ extern const std::string_view kDecodeHelp =
     "all. Warnings are printed to standard error.\n"
     "\n"
     "  --out FILE     the safetensors file to write (required)\n"
-    "  --format NAME  read FILE as NAME (rbq, safetensors) instead of detecting\n"
+    "  --format NAME  read FILE as NAME (rbq, bnb, safetensors) instead of detecting\n"
     "\n"
     "exit: 0 written, 1 FILE refused (its findings on standard error, nothing\n"
     "      written), 2 usage error, unreadable FILE or unwritable --out\n";
 
 namespace {
 
-// Streams the header and then each tensor's values, little endian.
-bool WriteDecoded(const std::string& path, const std::vector<qd::DecodedTensor>& tensors,
-                  std::string* error) {
-  std::vector<qd::codec::TensorToWrite> specs;
-  specs.reserve(tensors.size());
-  for (const qd::DecodedTensor& t : tensors) {
-    specs.push_back({t.name, "F32", t.shape, static_cast<std::uint64_t>(t.values.size()) * 4});
+// Writes the announced tensors as an F32 safetensors file to PATH.tmp: the
+// header when the codec announces the tensors, then each tensor's values as
+// it arrives, so one decoded tensor is in memory at a time. Finish() renames
+// the file into place; a writer never finished removes it.
+class FileWriterSink : public qd::codec::DecodeSink {
+ public:
+  explicit FileWriterSink(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {}
+  ~FileWriterSink() override {
+    if (file_ != nullptr) std::fclose(file_);
+    if (!finished_) std::remove(tmp_.c_str());
   }
-  const std::string header = qd::codec::BuildHeader(specs, nullptr);
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) {
-    *error = "cannot write " + path + ": " + std::strerror(errno);
-    return false;
+
+  bool Plan(const std::vector<qd::codec::TensorInfo>& tensors) override {
+    std::vector<qd::codec::TensorToWrite> specs;
+    specs.reserve(tensors.size());
+    for (const qd::codec::TensorInfo& t : tensors) {
+      std::uint64_t count = 1;
+      for (std::uint64_t d : t.shape) count *= d;  // the codec checked it fits
+      specs.push_back({t.name, "F32", t.shape, count * 4});
+    }
+    const std::string header = qd::codec::BuildHeader(specs, nullptr);
+    file_ = std::fopen(tmp_.c_str(), "wb");
+    if (file_ == nullptr) {
+      err_ = errno ? errno : EIO;
+      return false;
+    }
+    return Put(header.data(), header.size());
   }
-  int err = 0;
-  const auto put = [&](const void* data, std::size_t size) {
-    if (err == 0 && std::fwrite(data, 1, size, f) != size) err = errno ? errno : EIO;
-  };
-  put(header.data(), header.size());
-  std::vector<std::uint8_t> chunk;
-  for (const qd::DecodedTensor& t : tensors) {
+
+  bool Take(qd::DecodedTensor&& t) override {
+    ++tensors_;
+    values_ += t.values.size();
     if constexpr (std::endian::native == std::endian::little) {
-      put(t.values.data(), t.values.size() * sizeof(float));
+      return Put(t.values.data(), t.values.size() * sizeof(float));
     } else {
-      chunk.resize(t.values.size() * 4);
+      std::vector<std::uint8_t> chunk(t.values.size() * 4);
       for (std::size_t i = 0; i < t.values.size(); ++i) {
         const std::uint32_t bits = std::bit_cast<std::uint32_t>(t.values[i]);
         for (int b = 0; b < 4; ++b) chunk[4 * i + b] = static_cast<std::uint8_t>(bits >> (8 * b));
       }
-      put(chunk.data(), chunk.size());
+      return Put(chunk.data(), chunk.size());
     }
   }
-  if (std::fclose(f) != 0 && err == 0) err = errno ? errno : EIO;
-  if (err == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
-  if (err != 0) {
-    *error = "cannot write " + path + ": " + std::strerror(err);
-    std::remove(tmp.c_str());
-    return false;
+
+  // Closes and renames; false with *error when any write failed.
+  bool Finish(std::string* error) {
+    if (file_ != nullptr) {
+      if (std::fclose(file_) != 0 && err_ == 0) err_ = errno ? errno : EIO;
+      file_ = nullptr;
+    }
+    if (err_ == 0 && std::rename(tmp_.c_str(), path_.c_str()) != 0) err_ = errno;
+    if (err_ != 0) {
+      *error = "cannot write " + path_ + ": " + std::strerror(err_);
+      return false;
+    }
+    finished_ = true;
+    return true;
   }
-  return true;
-}
+
+  std::uint64_t tensors() const { return tensors_; }
+  std::uint64_t values() const { return values_; }
+
+ private:
+  bool Put(const void* data, std::size_t size) {
+    if (err_ == 0 && size != 0 && std::fwrite(data, 1, size, file_) != size) {
+      err_ = errno ? errno : EIO;
+    }
+    return err_ == 0;
+  }
+
+  std::string path_;
+  std::string tmp_;
+  std::FILE* file_ = nullptr;
+  int err_ = 0;
+  bool finished_ = false;
+  std::uint64_t tensors_ = 0;
+  std::uint64_t values_ = 0;
+};
 
 }  // namespace
 
@@ -95,7 +134,13 @@ int RunDecode(const std::vector<std::string>& argv) {
   if (!OpenInput(path, &file, &error)) return IoError("decode", "cannot read " + error);
   const qd::ByteView bytes = file.View();
   const qd::harness::FormatEntry& format = forced ? *forced : qd::harness::DetectFormat(bytes);
-  std::optional<qd::Outcome> outcome = SafeRead(format.codec_read, bytes, path, &error);
+  FileWriterSink writer(*out);
+  std::optional<qd::Outcome> outcome;
+  try {
+    outcome = format.codec_stream(bytes, path, writer);
+  } catch (const std::exception& e) {  // allocation failure on a huge tensor
+    error = e.what();
+  }
   if (!outcome) {
     return IoError("decode", path + ": " + std::string(format.name) + " codec failed: " + error);
   }
@@ -109,13 +154,12 @@ int RunDecode(const std::vector<std::string>& argv) {
                  static_cast<int>(format.name.size()), format.name.data());
     return kExitFound;
   }
-  if (!WriteDecoded(*out, outcome->tensors, &error)) return IoError("decode", error);
-  std::uint64_t values = 0;
-  for (const qd::DecodedTensor& t : outcome->tensors) values += t.values.size();
-  std::fprintf(stderr, "quantdiff decode: %s [%.*s] -> %s: %zu tensors, %llu values as F32\n",
+  if (!writer.Finish(&error)) return IoError("decode", error);
+  std::fprintf(stderr, "quantdiff decode: %s [%.*s] -> %s: %llu tensors, %llu values as F32\n",
                qd::reports::ForTerminal(path).c_str(), static_cast<int>(format.name.size()),
                format.name.data(), qd::reports::ForTerminal(*out).c_str(),
-               outcome->tensors.size(), static_cast<unsigned long long>(values));
+               static_cast<unsigned long long>(writer.tensors()),
+               static_cast<unsigned long long>(writer.values()));
   return kExitOk;
 }
 

@@ -21,7 +21,7 @@ extern const std::string_view kDiffHelp =
     "\n"
     "  --report FORMAT  text (default), json, junit or sarif\n"
     "  --out FILE       write the report to FILE instead of standard output\n"
-    "  --format NAME    read every file as NAME (rbq, safetensors)\n"
+    "  --format NAME    read every file as NAME (rbq, bnb, safetensors)\n"
     "\n"
     "exit: 0 codec and oracle agree on every file (whatever the verdict),\n"
     "      1 a divergence, 2 usage error, unreadable file or unwritable --out\n";

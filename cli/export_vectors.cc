@@ -30,7 +30,7 @@ extern const std::string_view kExportVectorsHelp =
     "  --out DIR      output directory (default corpus/vectors)\n"
     "  --count N      tests per group (default 4)\n"
     "  --seed S       generator seed (default 1)\n"
-    "  --format NAME  only this format (rbq, safetensors)\n"
+    "  --format NAME  only this format (rbq, bnb, safetensors)\n"
     "\n"
     "exit: 0 written, 2 usage error or unwritable DIR\n";
 

@@ -561,7 +561,8 @@ BnbResult ReadBnb(qd::ByteView file, const std::string& file_name) {
   return result;
 }
 
-qd::Outcome DecodeBnbFile(qd::ByteView file, const std::string& file_name, Kernel kernel) {
+qd::Outcome StreamBnbFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink,
+                          Kernel kernel) {
   BnbResult r = ReadBnb(file, file_name);
   qd::Outcome outcome;
   outcome.refused = r.refused;
@@ -569,7 +570,7 @@ qd::Outcome DecodeBnbFile(qd::ByteView file, const std::string& file_name, Kerne
   if (r.refused) return outcome;
   const Container& c = r.container;
   if (!r.is_bnb) {
-    AppendFloatTensors(c, &outcome.tensors);
+    StreamFloatTensors(c, sink);
     return outcome;
   }
   auto floats = [&](std::size_t i) {
@@ -587,9 +588,7 @@ qd::Outcome DecodeBnbFile(qd::ByteView file, const std::string& file_name, Kerne
                     layer.nested_blocksize, layer.nested_offset, eff.data());
     return eff;
   };
-  std::vector<qd::DecodedTensor> decoded;
-  decoded.reserve(r.layers.size() + r.plain_float_tensors.size());
-  for (const BnbLayer& layer : r.layers) {
+  auto decode_layer = [&](const BnbLayer& layer) {
     qd::DecodedTensor t{layer.name, layer.shape, std::vector<float>(layer.n)};
     const std::uint8_t* data = c.Data(c.tensors[layer.weight]);
     switch (layer.kind) {
@@ -624,19 +623,47 @@ qd::Outcome DecodeBnbFile(qd::ByteView file, const std::string& file_name, Kerne
         break;
       }
     }
-    decoded.push_back(std::move(t));
-  }
+    return t;
+  };
+  // Every layer's W and every floating tensor of no layer, by name bytes.
+  struct Item {
+    const std::string* name;
+    const std::vector<std::uint64_t>* shape;
+    const BnbLayer* layer;  // null: the plain tensor below
+    std::size_t plain = 0;
+  };
+  std::vector<Item> items;
+  for (const BnbLayer& layer : r.layers) items.push_back({&layer.name, &layer.shape, &layer});
   for (std::size_t i : r.plain_float_tensors) {
-    const TensorEntry& e = c.tensors[i];
-    qd::DecodedTensor t{e.name, e.shape, std::vector<float>(e.element_count)};
-    DecodeFloatTensor(c, e, t.values.data());
-    decoded.push_back(std::move(t));
+    items.push_back({&c.tensors[i].name, &c.tensors[i].shape, nullptr, i});
   }
-  std::sort(decoded.begin(), decoded.end(),
-            [](const qd::DecodedTensor& a, const qd::DecodedTensor& b) { return a.name < b.name; });
-  outcome.tensors = std::move(decoded);
+  std::sort(items.begin(), items.end(),
+            [](const Item& a, const Item& b) { return *a.name < *b.name; });
+  std::vector<TensorInfo> plan;
+  for (const Item& item : items) plan.push_back({*item.name, *item.shape});
+  if (!sink.Plan(plan)) return outcome;
+  for (const Item& item : items) {
+    qd::DecodedTensor t;
+    if (item.layer != nullptr) {
+      t = decode_layer(*item.layer);
+    } else {
+      const TensorEntry& e = c.tensors[item.plain];
+      t = qd::DecodedTensor{e.name, e.shape, std::vector<float>(e.element_count)};
+      DecodeFloatTensor(c, e, t.values.data());
+    }
+    if (!sink.Take(std::move(t))) break;
+  }
   return outcome;
 }
+
+qd::Outcome DecodeBnbFile(qd::ByteView file, const std::string& file_name, Kernel kernel) {
+  std::vector<qd::DecodedTensor> tensors;
+  CollectingSink sink(&tensors);
+  qd::Outcome outcome = StreamBnbFile(file, file_name, sink, kernel);
+  outcome.tensors = std::move(tensors);
+  return outcome;
+}
+
 
 bool BnbUsesFp4Code8(const BnbResult& result) {
   for (const BnbLayer& layer : result.layers) {

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "codecs/decode_sink.h"
 #include "codecs/kernels.h"
 #include "codecs/safetensors.h"
 #include "quantdiff/plain_data.h"
@@ -88,6 +89,10 @@ BnbResult ReadBnb(qd::ByteView file, const std::string& file_name);
 // Findings, and for an accepted bnb file every layer's W plus every floating
 // tensor of no layer, sorted by name bytes. A file without a bnb layer decodes
 // exactly as the container reading does (floating tensors in container order).
+// StreamBnbFile passes the same tensors one at a time to a sink (announced
+// first); DecodeBnbFile collects them.
+qd::Outcome StreamBnbFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink,
+                          Kernel kernel = BestKernel());
 qd::Outcome DecodeBnbFile(qd::ByteView file, const std::string& file_name,
                           Kernel kernel = BestKernel());
 

@@ -254,27 +254,42 @@ RbqResult ReadRbq(qd::ByteView file, const std::string& file_name) {
   return result;
 }
 
-qd::Outcome DecodeRbqFile(qd::ByteView file, const std::string& file_name,
+qd::Outcome StreamRbqFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink,
                           Kernel kernel) {
   RbqResult r = ReadRbq(file, file_name);
   qd::Outcome outcome;
   outcome.refused = r.refused;
   outcome.findings = std::move(r.findings);
   if (r.refused) return outcome;
+  std::vector<TensorInfo> plan;
+  for (const TensorEntry& t : r.container.tensors) {
+    if (IsBlockDtype(t.dtype) || IsFloatDtype(t.dtype)) plan.push_back({t.name, t.shape});
+  }
+  if (!sink.Plan(plan)) return outcome;
   std::size_t next_block = 0;
   for (const TensorEntry& t : r.container.tensors) {
+    qd::DecodedTensor decoded{t.name, t.shape, {}};
     if (IsBlockDtype(t.dtype)) {
       const RbqTensor& bt = r.block_tensors[next_block++];
-      qd::DecodedTensor decoded{t.name, t.shape, std::vector<float>(bt.rows * bt.columns)};
+      decoded.values.resize(bt.rows * bt.columns);
       RbqDequantize(r.bits, bt.blocks, bt.rows, bt.columns, decoded.values.data(), kernel);
-      outcome.tensors.push_back(std::move(decoded));
+    } else if (IsFloatDtype(t.dtype)) {
+      decoded.values.resize(t.element_count);
+      DecodeFloatTensor(r.container, t, decoded.values.data());
     } else {
-      qd::DecodedTensor decoded{t.name, t.shape, std::vector<float>(t.element_count)};
-      if (DecodeFloatTensor(r.container, t, decoded.values.data())) {
-        outcome.tensors.push_back(std::move(decoded));
-      }
+      continue;
     }
+    if (!sink.Take(std::move(decoded))) break;
   }
+  return outcome;
+}
+
+qd::Outcome DecodeRbqFile(qd::ByteView file, const std::string& file_name,
+                          Kernel kernel) {
+  std::vector<qd::DecodedTensor> tensors;
+  CollectingSink sink(&tensors);
+  qd::Outcome outcome = StreamRbqFile(file, file_name, sink, kernel);
+  outcome.tensors = std::move(tensors);
   return outcome;
 }
 

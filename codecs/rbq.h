@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "codecs/decode_sink.h"
 #include "codecs/kernels.h"
 #include "codecs/safetensors.h"
 #include "quantdiff/plain_data.h"
@@ -48,7 +49,12 @@ struct RbqResult {
 RbqResult ReadRbq(qd::ByteView file, const std::string& file_name);
 
 // The whole file decoded to binary32, in container order: block tensors as
-// [rows, columns], floating tensors widened, other dtypes skipped.
+// [rows, columns], floating tensors widened, other dtypes skipped. The
+// outcome carries the findings; the tensors go to the sink one at a time
+// (nothing is announced when the file is refused).
+qd::Outcome StreamRbqFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink,
+                          Kernel kernel = BestKernel());
+// The same, collected into the outcome's tensors.
 qd::Outcome DecodeRbqFile(qd::ByteView file, const std::string& file_name,
                           Kernel kernel = BestKernel());
 

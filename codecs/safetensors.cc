@@ -458,17 +458,29 @@ bool DecodeFloatTensor(const Container& container, const TensorEntry& tensor,
   }
 }
 
-void AppendFloatTensors(const Container& container,
-                        std::vector<qd::DecodedTensor>* out) {
+bool IsFloatDtype(Dtype d) {
+  return d == Dtype::kF32 || d == Dtype::kF16 || d == Dtype::kBF16 || d == Dtype::kF64;
+}
+
+bool StreamFloatTensors(const Container& container, DecodeSink& sink) {
+  std::vector<TensorInfo> plan;
   for (const TensorEntry& t : container.tensors) {
-    const Dtype d = t.dtype;
-    if (d != Dtype::kF32 && d != Dtype::kF16 && d != Dtype::kBF16 && d != Dtype::kF64) {
-      continue;
-    }
+    if (IsFloatDtype(t.dtype)) plan.push_back({t.name, t.shape});
+  }
+  if (!sink.Plan(plan)) return false;
+  for (const TensorEntry& t : container.tensors) {
+    if (!IsFloatDtype(t.dtype)) continue;
     qd::DecodedTensor decoded{t.name, t.shape, std::vector<float>(t.element_count)};
     DecodeFloatTensor(container, t, decoded.values.data());
-    out->push_back(std::move(decoded));
+    if (!sink.Take(std::move(decoded))) return false;
   }
+  return true;
+}
+
+void AppendFloatTensors(const Container& container,
+                        std::vector<qd::DecodedTensor>* out) {
+  CollectingSink sink(out);
+  StreamFloatTensors(container, sink);
 }
 
 std::string BuildHeader(const std::vector<TensorToWrite>& tensors,

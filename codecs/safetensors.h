@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "codecs/decode_sink.h"
 #include "quantdiff/plain_data.h"
 
 namespace qd::codec {
@@ -69,8 +70,12 @@ struct ContainerResult {
 
 ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name);
 
-// Decodes every floating tensor (F32, F16, BF16, F64) to binary32 in
+// True for the dtypes decoded to binary32: F32, F16, BF16, F64.
+bool IsFloatDtype(Dtype dtype);
+// Announces and then passes every floating tensor, decoded to binary32, in
 // container order; other dtypes, block dtypes included, are skipped.
+bool StreamFloatTensors(const Container& container, DecodeSink& sink);
+// The same, collected into *out.
 void AppendFloatTensors(const Container& container,
                         std::vector<qd::DecodedTensor>* out);
 // Widens or narrows one floating tensor; false for a non-floating dtype.

@@ -20,6 +20,21 @@ qd::Outcome CodecSafetensors(qd::ByteView file, const std::string& name) {
   return outcome;
 }
 
+qd::Outcome StreamSafetensors(qd::ByteView file, const std::string& name,
+                              codec::DecodeSink& sink) {
+  codec::ContainerResult r = codec::ReadContainer(file, name);
+  if (!r.refused) codec::StreamFloatTensors(r.container, sink);
+  return qd::Outcome{r.refused, std::move(r.findings), {}};
+}
+
+qd::Outcome StreamRbq(qd::ByteView file, const std::string& name, codec::DecodeSink& sink) {
+  return codec::StreamRbqFile(file, name, sink);
+}
+
+qd::Outcome StreamBnb(qd::ByteView file, const std::string& name, codec::DecodeSink& sink) {
+  return codec::StreamBnbFile(file, name, sink);
+}
+
 qd::Outcome CodecRbq(qd::ByteView file, const std::string& name) {
   return codec::DecodeRbqFile(file, name);
 }
@@ -65,12 +80,12 @@ bool ClaimsRbq(qd::ByteView file) {
 const std::vector<FormatEntry>& Formats() {
   static const std::vector<FormatEntry> formats = {
       {"rbq", "RBQ-", "rabbit-infer Q4B32 / Q8B32 block formats (spec 002)",
-       &CodecRbq, &CheckRbq, &oracle::ReadRbqFile, &ClaimsRbq, &gen::RbqValid,
+       &CodecRbq, &StreamRbq, &CheckRbq, &oracle::ReadRbqFile, &ClaimsRbq, &gen::RbqValid,
        &gen::RbqViolableRules, &gen::RbqViolation},
       {"bnb", "BNB-", "bitsandbytes 4-bit NF4/FP4, 8-bit blockwise, int8 row-scaled (spec 000)",
-       &CodecBnb, &CheckBnb, &oracle::ReadBnbFile, &ClaimsBnb, &gen::BnbValid,
+       &CodecBnb, &StreamBnb, &CheckBnb, &oracle::ReadBnbFile, &ClaimsBnb, &gen::BnbValid,
        &gen::BnbViolableRules, &gen::BnbViolation, &BnbVariants},
-      {"safetensors", "ST-", "safetensors container", &CodecSafetensors, &CheckSafetensors,
+      {"safetensors", "ST-", "safetensors container", &CodecSafetensors, &StreamSafetensors, &CheckSafetensors,
        &oracle::ReadSafetensors, &ClaimsAny, &gen::SafetensorsValid,
        &gen::SafetensorsViolableRules, &gen::SafetensorsViolation},
   };

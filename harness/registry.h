@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "codecs/decode_sink.h"
 #include "quantdiff/plain_data.h"
 
 namespace qd::harness {
@@ -43,6 +44,10 @@ struct FormatEntry {
   std::string_view summary;
   // Both readers take the whole file and return findings + decoded tensors.
   qd::Outcome (*codec_read)(qd::ByteView file, const std::string& file_name);
+  // codec_read's tensors handed to a sink one at a time (announced first):
+  // what `decode` runs, so it holds one decoded tensor, not the file.
+  qd::Outcome (*codec_stream)(qd::ByteView file, const std::string& file_name,
+                              codec::DecodeSink& sink);
   // The codec's rules alone, decoding nothing: what `check` runs, so a file
   // larger than memory is checked through its mapping.
   qd::Outcome (*codec_check)(qd::ByteView file, const std::string& file_name);
