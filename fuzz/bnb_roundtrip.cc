@@ -49,6 +49,7 @@
 namespace {
 
 using qd::fuzz::Diverge;
+using qd::fuzz::BytesHex;
 using qd::fuzz::Hex;
 
 constexpr std::size_t kTailSize = 4;
@@ -59,15 +60,6 @@ std::string Sig(std::string_view kind, std::string_view what) {
   return std::string(kPrefix) + std::string(kind) + ":" + std::string(what);
 }
 
-std::string BytesHex(const std::uint8_t* p, std::size_t n) {
-  std::string s;
-  char buf[4];
-  for (std::size_t i = 0; i < n; ++i) {
-    std::snprintf(buf, sizeof buf, "%02x", p[i]);
-    s += buf;
-  }
-  return s;
-}
 
 template <typename T>
 std::vector<std::uint8_t> AsBytes(const std::vector<T>& values) {

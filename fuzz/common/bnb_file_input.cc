@@ -912,18 +912,11 @@ BnbOpWriter& BnbOpWriter::HeaderSplice(std::string_view token, std::uint16_t pos
 }
 BnbOpWriter& BnbOpWriter::FlipBit(std::uint32_t bit) {
   Op(BnbOp::kFlipBit);
-  for (int i = 0; i < 4; ++i) U8(static_cast<std::uint8_t>(bit >> (8 * i)));
+  U32(bit);
   return *this;
 }
-void BnbOpWriter::U16(std::uint16_t v) {
-  U8(static_cast<std::uint8_t>(v & 0xff));
-  U8(static_cast<std::uint8_t>(v >> 8));
-}
 std::vector<std::uint8_t> BnbOpWriter::Finish(const BnbFileTail& tail) const {
-  std::vector<std::uint8_t> out = bytes_;
-  const auto t = EncodeBnbFileTail(tail);
-  out.insert(out.end(), t.begin(), t.end());
-  return out;
+  return out_.Finish(EncodeBnbFileTail(tail));
 }
 
 std::vector<std::uint8_t> BnbFileFromInput(const std::uint8_t* data, std::size_t size) {

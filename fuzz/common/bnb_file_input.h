@@ -36,6 +36,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz/common/fuzz_support.h"
+
 namespace qd::fuzz {
 
 inline constexpr std::size_t kBnbFileTailSize = 12;
@@ -199,10 +201,11 @@ class BnbOpWriter {
   std::vector<std::uint8_t> Finish(const BnbFileTail& tail) const;
 
  private:
-  void Op(BnbOp op) { bytes_.push_back(static_cast<std::uint8_t>(op)); }
-  void U8(std::uint8_t v) { bytes_.push_back(v); }
-  void U16(std::uint16_t v);
-  std::vector<std::uint8_t> bytes_;
+  void Op(BnbOp op) { out_.U8(static_cast<std::uint8_t>(op)); }
+  void U8(std::uint8_t v) { out_.U8(v); }
+  void U16(std::uint16_t v) { out_.U16(v); }
+  void U32(std::uint32_t v) { out_.U32(v); }
+  OpBytes out_;
 };
 
 // The file an input stands for (see the top of this header).

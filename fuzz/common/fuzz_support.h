@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace qd::fuzz {
 
@@ -64,6 +65,41 @@ inline std::string Hex(std::uint64_t value, int digits) {
   std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(value));
   return buf;
 }
+
+// Lowercase hex of a byte range, two digits a byte, for details.
+inline std::string BytesHex(const std::uint8_t* p, std::size_t n) {
+  std::string s;
+  char buf[4];
+  for (std::size_t i = 0; i < n; ++i) {
+    std::snprintf(buf, sizeof buf, "%02x", p[i]);
+    s += buf;
+  }
+  return s;
+}
+
+// Little-endian byte writer for the op lists structure-aware inputs carry
+// (the mirror of InputReader); Finish appends the encoded tail.
+class OpBytes {
+ public:
+  void U8(std::uint8_t v) { bytes_.push_back(v); }
+  void U16(std::uint16_t v) {
+    U8(static_cast<std::uint8_t>(v & 0xff));
+    U8(static_cast<std::uint8_t>(v >> 8));
+  }
+  void U32(std::uint32_t v) {
+    U16(static_cast<std::uint16_t>(v & 0xffff));
+    U16(static_cast<std::uint16_t>(v >> 16));
+  }
+  template <typename Tail>
+  std::vector<std::uint8_t> Finish(const Tail& tail_bytes) const {
+    std::vector<std::uint8_t> out = bytes_;
+    out.insert(out.end(), tail_bytes.begin(), tail_bytes.end());
+    return out;
+  }
+
+ private:
+  std::vector<std::uint8_t> bytes_;
+};
 
 }  // namespace qd::fuzz
 

@@ -289,22 +289,15 @@ RbqOpWriter& RbqOpWriter::Replace(std::string_view anchor, std::uint8_t occurren
 }
 RbqOpWriter& RbqOpWriter::FlipBit(std::uint32_t bit) {
   Op(RbqOp::kFlipBit);
-  for (int i = 0; i < 4; ++i) U8(static_cast<std::uint8_t>(bit >> (8 * i)));
+  U32(bit);
   return *this;
 }
 RbqOpWriter& RbqOpWriter::Repad(std::uint8_t mode) {
   Op(RbqOp::kRepad); U8(mode);
   return *this;
 }
-void RbqOpWriter::U16(std::uint16_t v) {
-  U8(static_cast<std::uint8_t>(v & 0xff));
-  U8(static_cast<std::uint8_t>(v >> 8));
-}
 std::vector<std::uint8_t> RbqOpWriter::Finish(const RbqFileTail& tail) const {
-  std::vector<std::uint8_t> out = bytes_;
-  const auto t = EncodeRbqFileTail(tail);
-  out.insert(out.end(), t.begin(), t.end());
-  return out;
+  return out_.Finish(EncodeRbqFileTail(tail));
 }
 
 std::vector<std::uint8_t> RbqFileFromInput(const std::uint8_t* data, std::size_t size) {
