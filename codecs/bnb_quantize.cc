@@ -23,6 +23,18 @@ namespace {
 // absmax.clamp(min=1e-38): binary32 0x006ce3ee (subnormal).
 const float kAbsmaxFloor = std::bit_cast<float>(0x006ce3eeu);
 
+// max|x| over [begin, end). bnb stores it unclamped for a full block and
+// clamped to the floor for the partial last one; *stored gets that, and the
+// clamped value (what every block is scaled by) is returned.
+float BlockAbsmax(const float* x, std::uint64_t begin, std::uint64_t end, bool partial,
+                  float* stored) {
+  float a = 0.0f;
+  for (std::uint64_t i = begin; i < end; ++i) a = std::max(a, std::fabs(x[i]));
+  const float clamped = std::max(a, kAbsmaxFloor);
+  *stored = partial ? clamped : a;
+  return clamped;
+}
+
 // torch.linspace(start, end, steps) for binary32 on the CPU, scalar formula:
 // the lower half counts up from start, the upper half down from end.
 std::vector<float> LinspaceF32(float start, float end, std::int64_t steps) {
@@ -226,10 +238,7 @@ bool QuantizeBlockwise8(const float* x, std::uint64_t n, const float* map,
     const std::uint64_t begin = b * blocksize;
     const std::uint64_t end = std::min(n, begin + blocksize);
     const bool partial = end - begin < blocksize;
-    float a = 0.0f;
-    for (std::uint64_t i = begin; i < end; ++i) a = std::max(a, std::fabs(x[i]));
-    const float clamped = std::max(a, kAbsmaxFloor);
-    (*absmax)[b] = partial ? clamped : a;
+    const float clamped = BlockAbsmax(x, begin, end, partial, &(*absmax)[b]);
     const float reciprocal = 1.0f / clamped;
     for (std::uint64_t i = begin; i < end; ++i) {
       // Full blocks multiply by the reciprocal, the partial block divides:
@@ -265,10 +274,7 @@ bool QuantizeBnb4bit(const float* x, std::uint64_t n, Bnb4bitType type, std::uin
     const std::uint64_t begin = b * blocksize;
     const std::uint64_t end = std::min(n, begin + blocksize);
     const bool partial = end - begin < blocksize;
-    float a = 0.0f;
-    for (std::uint64_t i = begin; i < end; ++i) a = std::max(a, std::fabs(x[i]));
-    const float clamped = std::max(a, kAbsmaxFloor);
-    out->absmax[b] = partial ? clamped : a;
+    const float clamped = BlockAbsmax(x, begin, end, partial, &out->absmax[b]);
     const float reciprocal = 1.0f / clamped;
     for (std::uint64_t i = begin; i < end; ++i) {
       const float scaled = std::clamp(partial ? x[i] / clamped : x[i] * reciprocal, -1.0f, 1.0f);

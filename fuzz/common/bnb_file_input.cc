@@ -551,19 +551,6 @@ std::vector<std::uint8_t> Write(const Draft& d, bool with_edits) {
   return codec::SerializeSafetensors(all, &metadata);
 }
 
-void WritePrefix(std::vector<std::uint8_t>* file, std::uint64_t n) {
-  for (int i = 0; i < 8 && i < static_cast<int>(file->size()); ++i) {
-    (*file)[i] = static_cast<std::uint8_t>(n >> (8 * i));
-  }
-}
-
-std::uint64_t ReadPrefix(const std::vector<std::uint8_t>& file) {
-  std::uint64_t n = 0;
-  for (int i = 0; i < 8 && i < static_cast<int>(file.size()); ++i) {
-    n |= static_cast<std::uint64_t>(file[i]) << (8 * i);
-  }
-  return n;
-}
 
 // One parsed op with its arguments (read up front: draft ops run before the
 // file exists, file ops after).

@@ -66,6 +66,22 @@ inline std::string Hex(std::uint64_t value, int digits) {
   return buf;
 }
 
+// The safetensors length prefix (first 8 bytes, little endian) of a file
+// being mutated; a file shorter than 8 bytes keeps what it has.
+inline void WritePrefix(std::vector<std::uint8_t>* file, std::uint64_t n) {
+  for (int i = 0; i < 8 && i < static_cast<int>(file->size()); ++i) {
+    (*file)[i] = static_cast<std::uint8_t>(n >> (8 * i));
+  }
+}
+
+inline std::uint64_t ReadPrefix(const std::vector<std::uint8_t>& file) {
+  std::uint64_t n = 0;
+  for (int i = 0; i < 8 && i < static_cast<int>(file.size()); ++i) {
+    n |= static_cast<std::uint64_t>(file[i]) << (8 * i);
+  }
+  return n;
+}
+
 // Lowercase hex of a byte range, two digits a byte, for details.
 inline std::string BytesHex(const std::uint8_t* p, std::size_t n) {
   std::string s;

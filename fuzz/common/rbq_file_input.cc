@@ -56,19 +56,6 @@ std::uint8_t IndexIn(const std::vector<std::string_view>& list, std::string_view
   std::abort();
 }
 
-void WritePrefix(std::vector<std::uint8_t>* file, std::uint64_t n) {
-  for (int i = 0; i < 8 && i < static_cast<int>(file->size()); ++i) {
-    (*file)[i] = static_cast<std::uint8_t>(n >> (8 * i));
-  }
-}
-
-std::uint64_t ReadPrefix(const std::vector<std::uint8_t>& file) {
-  std::uint64_t n = 0;
-  for (int i = 0; i < 8 && i < static_cast<int>(file.size()); ++i) {
-    n |= static_cast<std::uint64_t>(file[i]) << (8 * i);
-  }
-  return n;
-}
 
 // Where things are in the file being mutated. header_length follows the
 // header text through splices; the prefix may be made to lie about it.
