@@ -243,6 +243,15 @@ Draft RandomDraft(Rng& rng) {
   }
 }
 
+// Makes an F32 vector tensor hold `count` values (zeros appended or values
+// dropped), keeping its shape consistent so only the element count is off.
+void ResizeFloats(codec::TensorWithBytes* t, std::uint64_t count) {
+  t->bytes.resize(count * 4);
+  t->spec.shape = {count};
+}
+
+std::uint64_t FloatCount(const codec::TensorWithBytes* t) { return t->bytes.size() / 4; }
+
 void SetFloat(codec::TensorWithBytes* t, std::size_t index, float v) {
   std::memcpy(t->bytes.data() + 4 * index, &v, 4);
 }
@@ -275,8 +284,7 @@ Generated BnbViolation(std::string_view rule, Rng& rng) {
       case 2: d.state["blocksize"] = std::vector<std::uint64_t>{16, 48, 8192, 0}[Pick(rng, 4)]; break;
       default: {  // one absmax more than ceil(n / blocksize)
         codec::TensorWithBytes* absmax = d.Find(d.Sibling("absmax"));
-        absmax->bytes.resize(absmax->bytes.size() + 4);
-        absmax->spec.shape = {absmax->bytes.size() / 4};
+        ResizeFloats(absmax, FloatCount(absmax) + 1);
       }
     }
     return d.Write(r, "4-bit quant_type, blocksize or absmax count outside BNB-001");
@@ -303,8 +311,7 @@ Generated BnbViolation(std::string_view rule, Rng& rng) {
       case 4: d.state["nested_blocksize"] = 100; break;
       default: {
         codec::TensorWithBytes* map = d.Find(d.Sibling("nested_quant_map"));
-        map->bytes.resize(255 * 4);
-        map->spec.shape = {255};
+        ResizeFloats(map, 255);
       }
     }
     return d.Write(r, "nested statistics incomplete");
@@ -342,8 +349,7 @@ Generated BnbViolation(std::string_view rule, Rng& rng) {
       }
       default: {
         codec::TensorWithBytes* map = d.Find(d.Sibling("quant_map"));
-        map->bytes.resize(15 * 4);
-        map->spec.shape = {15};
+        ResizeFloats(map, 15);
       }
     }
     return d.Write(r, "quant_state disagrees with the tensors");
@@ -360,19 +366,19 @@ Generated BnbViolation(std::string_view rule, Rng& rng) {
       case 0: {
         Draft d = Make4bit(rng, Pick(rng, 2) == 1, 0);
         codec::TensorWithBytes* absmax = d.Find(d.Sibling("absmax"));
-        SetFloat(absmax, Pick(rng, absmax->bytes.size() / 4), v);
+        SetFloat(absmax, Pick(rng, FloatCount(absmax)), v);
         return d.Write(r, "non-finite absmax");
       }
       case 1: {
         Draft d = Make4bit(rng, Pick(rng, 2) == 1, 1);
         codec::TensorWithBytes* nested = d.Find(d.Sibling("nested_absmax"));
-        SetFloat(nested, Pick(rng, nested->bytes.size() / 4), v);
+        SetFloat(nested, Pick(rng, FloatCount(nested)), v);
         return d.Write(r, "non-finite nested_absmax");
       }
       default: {
         Draft d = MakeInt8(rng, Pick(rng, 2) == 1);
         codec::TensorWithBytes* scb = d.Find(d.scale_name);
-        SetFloat(scb, Pick(rng, scb->bytes.size() / 4), v);
+        SetFloat(scb, Pick(rng, FloatCount(scb)), v);
         return d.Write(r, "non-finite SCB");
       }
     }
@@ -405,14 +411,12 @@ Generated BnbViolation(std::string_view rule, Rng& rng) {
       case 1: d.Find(d.weight)->spec.dtype = "I8"; break;
       case 2: {
         codec::TensorWithBytes* map = d.Find(d.Sibling("quant_map"));
-        map->bytes.resize(255 * 4);
-        map->spec.shape = {255};
+        ResizeFloats(map, 255);
         break;
       }
       default: {
         codec::TensorWithBytes* absmax = d.Find(d.Sibling("absmax"));
-        absmax->bytes.resize(absmax->bytes.size() + 4);
-        absmax->spec.shape = {absmax->bytes.size() / 4};
+        ResizeFloats(absmax, FloatCount(absmax) + 1);
       }
     }
     return d.Write(r, "8-bit blockwise layer malformed");
@@ -427,8 +431,7 @@ Generated BnbViolation(std::string_view rule, Rng& rng) {
       }
       case 1: {
         codec::TensorWithBytes* scb = d.Find(d.scale_name);
-        scb->bytes.resize(scb->bytes.size() + 4);
-        scb->spec.shape = {scb->bytes.size() / 4};
+        ResizeFloats(scb, FloatCount(scb) + 1);
         break;
       }
       default: d.Find(d.Sibling("weight_format"))->bytes = {1};
