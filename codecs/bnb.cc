@@ -101,10 +101,6 @@ bool HasNestedKey(const nlohmann::json& o) {
   return false;
 }
 
-bool IsFloating(Dtype d) {
-  return d == Dtype::kF32 || d == Dtype::kF16 || d == Dtype::kBF16 || d == Dtype::kF64;
-}
-
 // The checks of one file: findings go to result; Error() stops the reader.
 class Checker {
  public:
@@ -554,7 +550,7 @@ BnbResult ReadBnb(qd::ByteView file, const std::string& file_name) {
     result.layers.push_back(std::move(layer));
   }
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    if (!member[i] && IsFloating(tensors[i].dtype)) result.plain_float_tensors.push_back(i);
+    if (!member[i] && IsFloatDtype(tensors[i].dtype)) result.plain_float_tensors.push_back(i);
   }
   std::sort(result.plain_float_tensors.begin(), result.plain_float_tensors.end(),
             [&](std::size_t a, std::size_t b) { return tensors[a].name < tensors[b].name; });
