@@ -187,8 +187,8 @@ class Campaign {
     const std::string name = "instance-" + std::to_string(index) + ".safetensors";
     std::string codec_error;
     std::string oracle_error;
-    const std::optional<qd::Outcome> codec = SafeRead(format.codec_read, bytes, name, &codec_error);
-    const std::optional<qd::Outcome> oracle = SafeRead(format.oracle_read, bytes, name, &oracle_error);
+    const std::optional<qd::Outcome> codec = SafeRead(format.codec_read, bytes, name, in.generated.side_files, &codec_error);
+    const std::optional<qd::Outcome> oracle = SafeRead(format.oracle_read, bytes, name, in.generated.side_files, &oracle_error);
     if (!codec || !oracle) {
       const std::string side = !codec && !oracle ? "both" : !codec ? "codec" : "oracle";
       Record(qd::reports::Problem::Kind::kDivergence,

@@ -10,7 +10,7 @@ namespace qd::cli {
 
 extern const std::string_view kCheckHelp =
     "usage: quantdiff check PATH... [--report json|text|junit|sarif] [--out FILE]\n"
-    "                       [--format NAME]\n"
+    "                       [--format NAME] [--config CONFIG.json]\n"
     "\n"
     "Checks each file against the rules of its format with the production codec,\n"
     "decoding nothing (a file larger than memory is checked through its mapping).\n"
@@ -20,6 +20,9 @@ extern const std::string_view kCheckHelp =
     "                   json, junit (one testcase per file) or sarif (2.1.0)\n"
     "  --out FILE       write the report to FILE instead of standard output\n"
     "  --format NAME    apply NAME's rules to every file (rbq, bnb, safetensors)\n"
+    "  --config FILE    the quantize config for every file (GPTQ); without it each\n"
+    "                   file's config is looked up beside it: STEM.quantize_config.json,\n"
+    "                   quantize_config.json, quant_config.json, config.json\n"
     "\n"
     "exit: 0 every file accepted (warnings allowed), 1 a file was refused,\n"
     "      2 usage error, unreadable file or unwritable --out\n";
@@ -44,10 +47,16 @@ int RunCheck(const std::vector<std::string>& argv) {
       io_error = true;
       continue;
     }
+    qd::harness::SideFiles side_files;
+    if (!FindSideFiles(path, args.Get("config"), &side_files, &error)) {
+      IoError("check", error);
+      io_error = true;
+      continue;
+    }
     const qd::ByteView bytes = file.View();
     const qd::harness::FormatEntry& format =
         options.forced ? *options.forced : qd::harness::DetectFormat(bytes);
-    std::optional<qd::Outcome> outcome = SafeRead(format.codec_check, bytes, path, &error);
+    std::optional<qd::Outcome> outcome = SafeRead(format.codec_check, bytes, path, side_files, &error);
     if (!outcome) {
       IoError("check", path + ": " + std::string(format.name) + " codec failed: " + error);
       io_error = true;

@@ -240,17 +240,78 @@ std::uint64_t Mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-std::optional<qd::Outcome> SafeRead(qd::Outcome (*reader)(qd::ByteView, const std::string&),
-                                    qd::ByteView bytes, const std::string& name,
+std::optional<qd::Outcome> SafeRead(Reader reader, qd::ByteView bytes, const std::string& name,
+                                    const qd::harness::SideFiles& side_files,
                                     std::string* error) {
   try {
-    return reader(bytes, name);
+    return reader(bytes, name, side_files);
   } catch (const std::exception& e) {
     *error = std::string("reader threw: ") + e.what();
   } catch (...) {
     *error = "reader threw a non-standard exception";
   }
   return std::nullopt;
+}
+
+namespace {
+
+// Reads a side file whole; absent (or not a regular file) is *exists false.
+bool ReadSideFile(const std::string& path, bool* exists, std::vector<std::uint8_t>* bytes,
+                  std::string* error) {
+  struct stat st {};
+  *exists = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  if (!*exists) return true;
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxSideFileBytes) {
+    *error = path + ": " + std::to_string(st.st_size) + " bytes is too large for a config file";
+    return false;
+  }
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    *error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  bytes->resize(static_cast<std::size_t>(st.st_size));
+  const std::size_t got = bytes->empty() ? 0 : std::fread(bytes->data(), 1, bytes->size(), f);
+  const bool ok = got == bytes->size() && std::fgetc(f) == EOF && !std::ferror(f);
+  std::fclose(f);
+  if (!ok) *error = path + ": changed or failed while being read";
+  return ok;
+}
+
+}  // namespace
+
+bool FindSideFiles(const std::string& path, const std::optional<std::string>& config,
+                   qd::harness::SideFiles* out, std::string* error) {
+  out->clear();
+  std::vector<std::string> candidates;
+  if (config) {
+    candidates.push_back(*config);
+  } else {
+    const std::size_t slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+    std::string stem = path.substr(dir.size());
+    constexpr std::string_view kExtension = ".safetensors";
+    if (stem.size() >= kExtension.size() &&
+        stem.compare(stem.size() - kExtension.size(), kExtension.size(), kExtension) == 0) {
+      stem.resize(stem.size() - kExtension.size());
+    }
+    candidates = {dir + stem + ".quantize_config.json", dir + "quantize_config.json",
+                  dir + "quant_config.json", dir + "config.json"};
+  }
+  for (const std::string& candidate : candidates) {
+    qd::SideFile side{candidate, {}};
+    bool exists = false;
+    if (!ReadSideFile(candidate, &exists, &side.bytes, error)) return false;
+    if (!exists) {
+      if (config) {
+        *error = "--config " + candidate + ": not a readable regular file";
+        return false;
+      }
+      continue;
+    }
+    out->push_back(std::move(side));
+  }
+  return true;
 }
 
 }  // namespace qd::cli

@@ -88,7 +88,7 @@ struct ReportOptions {
   const qd::harness::FormatEntry* forced = nullptr;  // --format
 };
 inline const std::vector<FlagSpec> kReportFlags = {
-    {"report", true}, {"out", true}, {"format", true}};
+    {"report", true}, {"out", true}, {"format", true}, {"config", true}};
 bool ParseReportOptions(const Args& args, ReportOptions* options, std::string* error);
 
 // Writes bytes to path through path + ".tmp" and a rename, so a reader never
@@ -104,9 +104,23 @@ std::uint64_t Mix(std::uint64_t x);
 
 // Runs a reader and turns an escaping exception into *error (a reader must
 // not throw; if one does, that is a finding, not a crash of the tool).
-std::optional<qd::Outcome> SafeRead(qd::Outcome (*reader)(qd::ByteView, const std::string&),
-                                    qd::ByteView bytes, const std::string& name,
+using Reader = qd::Outcome (*)(qd::ByteView, const std::string&, const qd::harness::SideFiles&);
+std::optional<qd::Outcome> SafeRead(Reader reader, qd::ByteView bytes, const std::string& name,
+                                    const qd::harness::SideFiles& side_files,
                                     std::string* error);
+
+// The config sources for PATH, in priority order (docs/gptq.md section 1):
+// the file given with --config alone, named as given; otherwise whichever of
+// DIR/STEM.quantize_config.json, DIR/quantize_config.json,
+// DIR/quant_config.json and DIR/config.json exist as regular files, named by
+// that path (STEM: PATH's file name without ".safetensors"). Formats without
+// configs ignore them. False with *error when a source cannot be read or is
+// larger than kMaxSideFileBytes (a config is a few hundred bytes; a huge one
+// is not read into memory).
+inline constexpr std::uint64_t kMaxSideFileBytes = 64ull << 20;
+inline const FlagSpec kConfigFlag = {"config", true};
+bool FindSideFiles(const std::string& path, const std::optional<std::string>& config,
+                   qd::harness::SideFiles* out, std::string* error);
 
 // Verbs.
 int RunCheck(const std::vector<std::string>& args);

@@ -16,7 +16,7 @@
 namespace qd::cli {
 
 extern const std::string_view kDecodeHelp =
-    "usage: quantdiff decode FILE --out OUT.safetensors [--format NAME]\n"
+    "usage: quantdiff decode FILE --out OUT.safetensors [--format NAME] [--config CONFIG.json]\n"
     "\n"
     "Decodes FILE with the production codec of its format and writes every\n"
     "decoded tensor as F32, under its name and with its logical shape (a Q4B32 or\n"
@@ -27,6 +27,9 @@ extern const std::string_view kDecodeHelp =
     "\n"
     "  --out FILE     the safetensors file to write (required)\n"
     "  --format NAME  read FILE as NAME (rbq, bnb, safetensors) instead of detecting\n"
+    "  --config FILE  FILE's quantize config (GPTQ); without it the config is looked\n"
+    "                 up beside FILE: STEM.quantize_config.json, quantize_config.json,\n"
+    "                 quant_config.json, then config.json's quantization_config\n"
     "\n"
     "exit: 0 written, 1 FILE refused (its findings on standard error, nothing\n"
     "      written), 2 usage error, unreadable FILE or unwritable --out\n";
@@ -117,7 +120,7 @@ class FileWriterSink : public qd::codec::DecodeSink {
 int RunDecode(const std::vector<std::string>& argv) {
   Args args;
   std::string error;
-  if (!ParseArgs(argv, {{"out", true}, {"format", true}}, &args, &error)) {
+  if (!ParseArgs(argv, {{"out", true}, {"format", true}, kConfigFlag}, &args, &error)) {
     return UsageError("decode", error);
   }
   if (args.positional.size() != 1) return UsageError("decode", "give exactly one FILE");
@@ -132,12 +135,14 @@ int RunDecode(const std::vector<std::string>& argv) {
   const std::string& path = args.positional[0];
   qd::codec::MappedFile file;
   if (!OpenInput(path, &file, &error)) return IoError("decode", "cannot read " + error);
+  qd::harness::SideFiles side_files;
+  if (!FindSideFiles(path, args.Get("config"), &side_files, &error)) return IoError("decode", error);
   const qd::ByteView bytes = file.View();
   const qd::harness::FormatEntry& format = forced ? *forced : qd::harness::DetectFormat(bytes);
   FileWriterSink writer(*out);
   std::optional<qd::Outcome> outcome;
   try {
-    outcome = format.codec_stream(bytes, path, writer);
+    outcome = format.codec_stream(bytes, path, side_files, writer);
   } catch (const std::exception& e) {  // allocation failure on a huge tensor
     error = e.what();
   }

@@ -11,7 +11,7 @@ namespace qd::cli {
 
 extern const std::string_view kDiffHelp =
     "usage: quantdiff diff PATH... [--report json|text|junit|sarif] [--out FILE]\n"
-    "                      [--format NAME]\n"
+    "                      [--format NAME] [--config CONFIG.json]\n"
     "\n"
     "Reads each file with the production codec and with the reference oracle of\n"
     "its format, then compares them: verdict first, then the rule of every\n"
@@ -22,6 +22,9 @@ extern const std::string_view kDiffHelp =
     "  --report FORMAT  text (default), json, junit or sarif\n"
     "  --out FILE       write the report to FILE instead of standard output\n"
     "  --format NAME    read every file as NAME (rbq, bnb, safetensors)\n"
+    "  --config FILE    the quantize config for every file (GPTQ); without it each\n"
+    "                   file's config is looked up beside it: STEM.quantize_config.json,\n"
+    "                   quantize_config.json, quant_config.json, config.json\n"
     "\n"
     "exit: 0 codec and oracle agree on every file (whatever the verdict),\n"
     "      1 a divergence, 2 usage error, unreadable file or unwritable --out\n";
@@ -46,14 +49,20 @@ int RunDiff(const std::vector<std::string>& argv) {
       io_error = true;
       continue;
     }
+    qd::harness::SideFiles side_files;
+    if (!FindSideFiles(path, args.Get("config"), &side_files, &error)) {
+      IoError("diff", error);
+      io_error = true;
+      continue;
+    }
     const qd::ByteView bytes = file.View();
     const qd::harness::FormatEntry& format =
         options.forced ? *options.forced : qd::harness::DetectFormat(bytes);
     const std::string name(format.name);
     std::string codec_error;
     std::string oracle_error;
-    std::optional<qd::Outcome> codec = SafeRead(format.codec_read, bytes, path, &codec_error);
-    std::optional<qd::Outcome> oracle = SafeRead(format.oracle_read, bytes, path, &oracle_error);
+    std::optional<qd::Outcome> codec = SafeRead(format.codec_read, bytes, path, side_files, &codec_error);
+    std::optional<qd::Outcome> oracle = SafeRead(format.oracle_read, bytes, path, side_files, &oracle_error);
     qd::reports::FileReport r;
     if (codec && oracle) {
       r = qd::reports::FromOutcome(path, name, *oracle);

@@ -67,6 +67,16 @@ void RemoveStaleVectors(const std::filesystem::path& dir) {
     std::error_code ignored;
     std::filesystem::remove(p, ignored);
   }
+  // Instances with side files live in a directory of their own (tcId/).
+  for (auto it = std::filesystem::directory_iterator(dir, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string stem = it->path().filename().string();
+    if (it->is_directory() && !stem.empty() &&
+        stem.find_first_not_of("0123456789") == std::string::npos) {
+      std::error_code ignored;
+      std::filesystem::remove_all(it->path(), ignored);
+    }
+  }
 }
 
 bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out_dir,
@@ -96,11 +106,36 @@ bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out
       const qd::harness::Generated g =
           rule.empty() ? format.generate_valid(rng) : format.generate_violation(rule, rng);
       ++tc_id;
-      const std::string file = name + "/" + std::to_string(tc_id) + ".safetensors";
+      // A file that comes with side files (a GPTQ config) gets a directory,
+      // FORMAT/tcId/model.safetensors beside its configs under their own
+      // file names, which is the layout `quantdiff check` looks up and what
+      // decides how a config is read (config.json is read nested).
+      const std::string id = std::to_string(tc_id);
+      const std::string file = g.side_files.empty() ? name + "/" + id + ".safetensors"
+                                                    : name + "/" + id + "/model.safetensors";
+      qd::harness::SideFiles side_files;
+      Json configs = Json::array();
+      if (!g.side_files.empty()) {
+        std::filesystem::create_directories(files_dir / id, ec);
+        if (ec) {
+          *error = "cannot create " + (files_dir / id).string() + ": " + ec.message();
+          return false;
+        }
+      }
+      for (const qd::SideFile& side : g.side_files) {
+        const std::string base = std::filesystem::path(side.name).filename().string();
+        side_files.push_back({name + "/" + id + "/" + base, side.bytes});
+        configs.push_back(side_files.back().name);
+        if (!WriteFileAtomic((std::filesystem::path(out_dir) / side_files.back().name).string(),
+                             {reinterpret_cast<const char*>(side.bytes.data()), side.bytes.size()},
+                             error)) {
+          return false;
+        }
+      }
       const qd::ByteView bytes{g.bytes.data(), g.bytes.size()};
       std::string read_error;
       const std::optional<qd::Outcome> oracle =
-          SafeRead(format.oracle_read, bytes, file, &read_error);
+          SafeRead(format.oracle_read, bytes, file, side_files, &read_error);
       if (!oracle) {
         *error = name + " oracle failed on test " + std::to_string(tc_id) + ": " + read_error;
         return false;
@@ -136,6 +171,7 @@ bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out
       test["tcId"] = tc_id;
       test["comment"] = qd::reports::ValidUtf8(comment);
       test["file"] = file;
+      if (!configs.empty()) test["configs"] = std::move(configs);
       test["result"] = oracle->refused ? "invalid" : warned ? "acceptable" : "valid";
       test["flags"] = std::move(flags);
       if (format.variants != nullptr && !oracle->refused) {

@@ -38,13 +38,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::vector<std::uint8_t> bytes = qd::fuzz::BnbFileFromInput(data, size);
   const qd::ByteView file{bytes.data(), bytes.size()};
   const std::string name = "input-bnb.safetensors";
-  const qd::Outcome codec = format->codec_read(file, name);
-  const qd::Outcome oracle = format->oracle_read(file, name);
+  const qd::Outcome codec = format->codec_read(file, name, {});
+  const qd::Outcome oracle = format->oracle_read(file, name, {});
   if (std::optional<qd::harness::Divergence> d = qd::harness::Compare(codec, oracle, "bnb_file")) {
     qd::fuzz::Diverge(d->signature, "kernel=best: " + d->detail);
   }
   // The check-only path (`quantdiff check`) reports what the full read does.
-  const qd::Outcome check = format->codec_check(file, name);
+  const qd::Outcome check = format->codec_check(file, name, {});
   if (check.refused != codec.refused || check.findings.size() != codec.findings.size()) {
     qd::fuzz::Diverge("DIFF:bnb_file:check:" + std::string(codec.refused ? "refused" : "accepted"),
                       "codec_check " + std::to_string(check.findings.size()) +

@@ -32,8 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::vector<std::uint8_t> bytes = qd::fuzz::RbqFileFromInput(data, size);
   const qd::ByteView file{bytes.data(), bytes.size()};
   const std::string name = "input-rbq.safetensors";
-  const qd::Outcome codec = format->codec_read(file, name);
-  const qd::Outcome oracle = format->oracle_read(file, name);
+  const qd::Outcome codec = format->codec_read(file, name, {});
+  const qd::Outcome oracle = format->oracle_read(file, name, {});
   if (std::optional<qd::harness::Divergence> d = qd::harness::Compare(codec, oracle, "rbq_file")) {
     qd::fuzz::Diverge(d->signature, "kernel=best: " + d->detail);
   }

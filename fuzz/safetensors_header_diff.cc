@@ -22,8 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }();
   const qd::ByteView file{data, size};
   const std::string name = "input.safetensors";
-  const qd::Outcome codec = format->codec_read(file, name);
-  const qd::Outcome oracle = format->oracle_read(file, name);
+  const qd::Outcome codec = format->codec_read(file, name, {});
+  const qd::Outcome oracle = format->oracle_read(file, name, {});
   if (std::optional<qd::harness::Divergence> d =
           qd::harness::Compare(codec, oracle, "safetensors_header")) {
     qd::fuzz::Diverge(d->signature, d->detail);

@@ -11,7 +11,7 @@
 namespace qd::harness {
 namespace {
 
-qd::Outcome CodecSafetensors(qd::ByteView file, const std::string& name) {
+qd::Outcome CodecSafetensors(qd::ByteView file, const std::string& name, const SideFiles&) {
   codec::ContainerResult r = codec::ReadContainer(file, name);
   qd::Outcome outcome;
   outcome.refused = r.refused;
@@ -20,40 +20,42 @@ qd::Outcome CodecSafetensors(qd::ByteView file, const std::string& name) {
   return outcome;
 }
 
-qd::Outcome StreamSafetensors(qd::ByteView file, const std::string& name,
+qd::Outcome StreamSafetensors(qd::ByteView file, const std::string& name, const SideFiles&,
                               codec::DecodeSink& sink) {
   codec::ContainerResult r = codec::ReadContainer(file, name);
   if (!r.refused) codec::StreamFloatTensors(r.container, sink);
   return qd::Outcome{r.refused, std::move(r.findings), {}};
 }
 
-qd::Outcome StreamRbq(qd::ByteView file, const std::string& name, codec::DecodeSink& sink) {
+qd::Outcome StreamRbq(qd::ByteView file, const std::string& name, const SideFiles&,
+                      codec::DecodeSink& sink) {
   return codec::StreamRbqFile(file, name, sink);
 }
 
-qd::Outcome StreamBnb(qd::ByteView file, const std::string& name, codec::DecodeSink& sink) {
+qd::Outcome StreamBnb(qd::ByteView file, const std::string& name, const SideFiles&,
+                      codec::DecodeSink& sink) {
   return codec::StreamBnbFile(file, name, sink);
 }
 
-qd::Outcome CodecRbq(qd::ByteView file, const std::string& name) {
+qd::Outcome CodecRbq(qd::ByteView file, const std::string& name, const SideFiles&) {
   return codec::DecodeRbqFile(file, name);
 }
 
-qd::Outcome CheckSafetensors(qd::ByteView file, const std::string& name) {
+qd::Outcome CheckSafetensors(qd::ByteView file, const std::string& name, const SideFiles&) {
   codec::ContainerResult r = codec::ReadContainer(file, name);
   return qd::Outcome{r.refused, std::move(r.findings), {}};
 }
 
-qd::Outcome CheckRbq(qd::ByteView file, const std::string& name) {
+qd::Outcome CheckRbq(qd::ByteView file, const std::string& name, const SideFiles&) {
   codec::RbqResult r = codec::ReadRbq(file, name);
   return qd::Outcome{r.refused, std::move(r.findings), {}};
 }
 
-qd::Outcome CodecBnb(qd::ByteView file, const std::string& name) {
+qd::Outcome CodecBnb(qd::ByteView file, const std::string& name, const SideFiles&) {
   return codec::DecodeBnbFile(file, name);
 }
 
-qd::Outcome CheckBnb(qd::ByteView file, const std::string& name) {
+qd::Outcome CheckBnb(qd::ByteView file, const std::string& name, const SideFiles&) {
   codec::BnbResult r = codec::ReadBnb(file, name);
   return qd::Outcome{r.refused, std::move(r.findings), {}};
 }
@@ -65,6 +67,20 @@ std::vector<VariantFlag> BnbVariants(qd::ByteView file) {
            "FP4 code 8 decodes to +0.0 in bitsandbytes' Python table (what quantdiff and this "
            "vector follow) and to -0.0 in its CUDA and C++ CPU decoders; a reader giving -0.0 "
            "there follows that upstream path (docs/bnb.md, FP4 code 8)."}};
+}
+
+// The oracles of formats that need no side files, under the registry's
+// signature.
+qd::Outcome OracleSafetensors(qd::ByteView file, const std::string& name, const SideFiles&) {
+  return oracle::ReadSafetensors(file, name);
+}
+
+qd::Outcome OracleRbq(qd::ByteView file, const std::string& name, const SideFiles&) {
+  return oracle::ReadRbqFile(file, name);
+}
+
+qd::Outcome OracleBnb(qd::ByteView file, const std::string& name, const SideFiles&) {
+  return oracle::ReadBnbFile(file, name);
 }
 
 bool ClaimsBnb(qd::ByteView file) { return codec::ReadBnb(file, "").is_bnb; }
@@ -79,17 +95,24 @@ bool ClaimsRbq(qd::ByteView file) {
 
 const std::vector<FormatEntry>& Formats() {
   static const std::vector<FormatEntry> formats = {
-      {"rbq", "RBQ-", "rabbit-infer Q4B32 / Q8B32 block formats (spec 002)",
-       &CodecRbq, &StreamRbq, &CheckRbq, &oracle::ReadRbqFile, &ClaimsRbq, &gen::RbqValid,
+      {"rbq", {"RBQ-"}, "rabbit-infer Q4B32 / Q8B32 block formats (spec 002)",
+       &CodecRbq, &StreamRbq, &CheckRbq, &OracleRbq, &ClaimsRbq, &gen::RbqValid,
        &gen::RbqViolableRules, &gen::RbqViolation},
-      {"bnb", "BNB-", "bitsandbytes 4-bit NF4/FP4, 8-bit blockwise, int8 row-scaled (spec 000)",
-       &CodecBnb, &StreamBnb, &CheckBnb, &oracle::ReadBnbFile, &ClaimsBnb, &gen::BnbValid,
+      {"bnb", {"BNB-"}, "bitsandbytes 4-bit NF4/FP4, 8-bit blockwise, int8 row-scaled (spec 000)",
+       &CodecBnb, &StreamBnb, &CheckBnb, &OracleBnb, &ClaimsBnb, &gen::BnbValid,
        &gen::BnbViolableRules, &gen::BnbViolation, &BnbVariants},
-      {"safetensors", "ST-", "safetensors container", &CodecSafetensors, &StreamSafetensors, &CheckSafetensors,
-       &oracle::ReadSafetensors, &ClaimsAny, &gen::SafetensorsValid,
+      {"safetensors", {"ST-"}, "safetensors container", &CodecSafetensors, &StreamSafetensors, &CheckSafetensors,
+       &OracleSafetensors, &ClaimsAny, &gen::SafetensorsValid,
        &gen::SafetensorsViolableRules, &gen::SafetensorsViolation},
   };
   return formats;
+}
+
+bool FormatEntry::OwnsRule(std::string_view rule_id) const {
+  for (std::string_view prefix : rule_prefixes) {
+    if (rule_id.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
 }
 
 const FormatEntry* FindFormat(std::string_view name) {

@@ -22,6 +22,7 @@
 namespace qd::harness {
 
 using Rng = std::mt19937_64;
+using SideFiles = std::vector<qd::SideFile>;
 
 // A generated instance: file bytes and the rule it was built to violate
 // ("" for a valid instance, which both readers must accept).
@@ -29,6 +30,9 @@ struct Generated {
   std::vector<std::uint8_t> bytes;
   std::string expected_rule;
   std::string description;
+  // Files the readers are given beside bytes (a GPTQ quantize config), in
+  // priority order; empty for formats that need none.
+  std::vector<qd::SideFile> side_files;
 };
 
 // A documented upstream variant that applies to a file: another output a
@@ -40,18 +44,24 @@ struct VariantFlag {
 
 struct FormatEntry {
   std::string_view name;         // "safetensors", "rbq"
-  std::string_view rule_prefix;  // rules this format owns: "ST-", "RBQ-"
+  // The rule-ID prefixes this format owns: {"ST-"}, {"GPTQ-", "CFG-"}.
+  std::vector<std::string_view> rule_prefixes;
   std::string_view summary;
-  // Both readers take the whole file and return findings + decoded tensors.
-  qd::Outcome (*codec_read)(qd::ByteView file, const std::string& file_name);
+  // Both readers take the whole file and the side files that come with it
+  // (docs/gptq.md, config discovery; formats that need none ignore them) and
+  // return findings + decoded tensors.
+  qd::Outcome (*codec_read)(qd::ByteView file, const std::string& file_name,
+                            const SideFiles& side_files);
   // codec_read's tensors handed to a sink one at a time (announced first):
   // what `decode` runs, so it holds one decoded tensor, not the file.
   qd::Outcome (*codec_stream)(qd::ByteView file, const std::string& file_name,
-                              codec::DecodeSink& sink);
+                              const SideFiles& side_files, codec::DecodeSink& sink);
   // The codec's rules alone, decoding nothing: what `check` runs, so a file
   // larger than memory is checked through its mapping.
-  qd::Outcome (*codec_check)(qd::ByteView file, const std::string& file_name);
-  qd::Outcome (*oracle_read)(qd::ByteView file, const std::string& file_name);
+  qd::Outcome (*codec_check)(qd::ByteView file, const std::string& file_name,
+                             const SideFiles& side_files);
+  qd::Outcome (*oracle_read)(qd::ByteView file, const std::string& file_name,
+                             const SideFiles& side_files);
   // True when this format's rules apply to the file (codec-side detection).
   bool (*claims)(qd::ByteView file);
   Generated (*generate_valid)(Rng& rng);
@@ -60,6 +70,9 @@ struct FormatEntry {
   Generated (*generate_violation)(std::string_view rule, Rng& rng);
   // Variants that apply to an accepted file; null when the format has none.
   std::vector<VariantFlag> (*variants)(qd::ByteView file) = nullptr;
+
+  // True when rule_id starts with one of rule_prefixes.
+  bool OwnsRule(std::string_view rule_id) const;
 };
 
 // Most specific first; "safetensors" (the container alone) is last.

@@ -583,9 +583,9 @@ TEST_P(BnbRuleReached, RefusedWithThatRuleOnBothSides) {
     qd::harness::Rng rng(seed);
     const qd::harness::Generated g = qd::gen::BnbViolation(rule, rng);
     const qd::ByteView view{g.bytes.data(), g.bytes.size()};
-    const qd::Outcome codec = bnb->codec_read(view, kFile);
-    const qd::Outcome check = bnb->codec_check(view, kFile);
-    const qd::Outcome oracle = bnb->oracle_read(view, kFile);
+    const qd::Outcome codec = bnb->codec_read(view, kFile, g.side_files);
+    const qd::Outcome check = bnb->codec_check(view, kFile, g.side_files);
+    const qd::Outcome oracle = bnb->oracle_read(view, kFile, g.side_files);
     for (const auto& [who, o] : {std::pair<const char*, const qd::Outcome*>{"codec_read", &codec},
                                  {"codec_check", &check}, {"oracle_read", &oracle}}) {
       bool has = false;

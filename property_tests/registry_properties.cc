@@ -104,9 +104,9 @@ TEST_P(RegistryViolation, RefusedWithThatRuleByCodecAndOracle) {
     const qd::harness::Generated g = format->generate_violation(c.rule, rng);
     RC_ASSERT(g.expected_rule == c.rule);
     const qd::ByteView view{g.bytes.data(), g.bytes.size()};
-    const qd::Outcome codec = format->codec_read(view, kFile);
-    const qd::Outcome check = format->codec_check(view, kFile);
-    const qd::Outcome oracle = format->oracle_read(view, kFile);
+    const qd::Outcome codec = format->codec_read(view, kFile, g.side_files);
+    const qd::Outcome check = format->codec_check(view, kFile, g.side_files);
+    const qd::Outcome oracle = format->oracle_read(view, kFile, g.side_files);
     std::string problems;
     for (const auto& [who, o] : {std::pair<const char*, const qd::Outcome*>{"codec_read", &codec},
                                  {"codec_check", &check},
@@ -138,13 +138,13 @@ INSTANTIATE_TEST_SUITE_P(
 }  // namespace
 
 // Every rule a generator says it can violate is in the catalogue and owned by
-// the format (its ID starts with the format's rule_prefix).
+// the format (its ID starts with one of the format's rule_prefixes).
 TEST(RegistryProperties, ViolableRulesAreCataloguedAndOwned) {
   for (const FormatEntry& f : qd::harness::Formats()) {
     EXPECT_FALSE(f.violable_rules().empty()) << f.name;
     for (const std::string& rule : f.violable_rules()) {
       EXPECT_TRUE(Severities().count(rule)) << f.name << ": " << rule << " is not catalogued";
-      EXPECT_EQ(rule.rfind(f.rule_prefix, 0), 0u) << f.name << " generates " << rule;
+      EXPECT_TRUE(f.OwnsRule(rule)) << f.name << " generates " << rule;
     }
   }
 }
@@ -157,9 +157,9 @@ RC_GTEST_PROP(RegistryProperties, ValidInstancesAcceptedByBoth, (std::uint64_t s
     const qd::harness::Generated g = f.generate_valid(rng);
     RC_ASSERT(g.expected_rule.empty());
     const qd::ByteView view{g.bytes.data(), g.bytes.size()};
-    const qd::Outcome codec = f.codec_read(view, kFile);
-    const qd::Outcome check = f.codec_check(view, kFile);
-    const qd::Outcome oracle = f.oracle_read(view, kFile);
+    const qd::Outcome codec = f.codec_read(view, kFile, g.side_files);
+    const qd::Outcome check = f.codec_check(view, kFile, g.side_files);
+    const qd::Outcome oracle = f.oracle_read(view, kFile, g.side_files);
     for (const auto& [who, o] : {std::pair<const char*, const qd::Outcome*>{"codec_read", &codec},
                                  {"codec_check", &check},
                                  {"oracle_read", &oracle}}) {
@@ -197,9 +197,9 @@ RC_GTEST_PROP(RegistryProperties, CodecAgreesWithOracleOnMutatedInstances, (std:
     }
     file = qdtest::gen::MutateHeader(file, mutations, fix_length);
     const qd::ByteView view{file.data(), file.size()};
-    const qd::Outcome codec = f.codec_read(view, kFile);
-    const qd::Outcome check = f.codec_check(view, kFile);
-    const qd::Outcome oracle = f.oracle_read(view, kFile);
+    const qd::Outcome codec = f.codec_read(view, kFile, g.side_files);
+    const qd::Outcome check = f.codec_check(view, kFile, g.side_files);
+    const qd::Outcome oracle = f.oracle_read(view, kFile, g.side_files);
     if (f.name == "rbq") {  // how deep the inputs reach
       RC_TAG(codec.refused ? codec.findings.back().rule : std::string("accepted"));
     }

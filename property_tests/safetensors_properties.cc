@@ -218,8 +218,8 @@ std::string Findings(const qd::Outcome& o) {
 void AssertAgree(const std::vector<std::uint8_t>& file, const std::string& context) {
   const qd::ByteView view{file.data(), file.size()};
   for (const qd::harness::FormatEntry& format : qd::harness::Formats()) {
-    const qd::Outcome codec = format.codec_read(view, kFile);
-    const qd::Outcome oracle = format.oracle_read(view, kFile);
+    const qd::Outcome codec = format.codec_read(view, kFile, {});
+    const qd::Outcome oracle = format.oracle_read(view, kFile, {});
     if (format.name == "safetensors") {  // how deep the inputs reach
       RC_TAG(codec.refused ? codec.findings.back().rule : std::string("accepted"));
     }

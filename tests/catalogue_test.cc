@@ -90,7 +90,7 @@ std::string Prefix(const std::string& id) { return id.substr(0, id.find('-') + 1
 
 const qd::harness::FormatEntry* OwnerOf(const std::string& id) {
   for (const qd::harness::FormatEntry& f : qd::harness::Formats()) {
-    if (f.rule_prefix == Prefix(id)) return &f;
+    if (f.OwnsRule(id)) return &f;
   }
   return nullptr;
 }
@@ -136,15 +136,17 @@ TEST_F(Catalogue, IdsAreUnique) {
 TEST_F(Catalogue, FamiliesAreRegistryFormats) {
   for (const Rule& r : Rules()) {
     const qd::harness::FormatEntry* owner = OwnerOf(r.id);
-    ASSERT_NE(owner, nullptr) << r.id << ": no registry format has rule_prefix " << Prefix(r.id);
+    ASSERT_NE(owner, nullptr) << r.id << ": no registry format owns prefix " << Prefix(r.id);
     EXPECT_EQ(r.family, owner->name) << r.id;
   }
   const std::vector<Rule> rules = Rules();
   for (const qd::harness::FormatEntry& f : qd::harness::Formats()) {
-    const bool has_rules = std::any_of(rules.begin(), rules.end(), [&](const Rule& r) {
-      return Prefix(r.id) == f.rule_prefix;
-    });
-    EXPECT_TRUE(has_rules) << f.name << " owns no catalogued rule";
+    for (std::string_view prefix : f.rule_prefixes) {
+      const bool has_rules = std::any_of(rules.begin(), rules.end(), [&](const Rule& r) {
+        return Prefix(r.id) == prefix;
+      });
+      EXPECT_TRUE(has_rules) << f.name << " owns no catalogued rule with prefix " << prefix;
+    }
   }
 }
 
@@ -304,8 +306,8 @@ TEST_F(Catalogue, EveryMustRuleHasAGeneratorThatBothSidesRefuse) {
       qd::harness::Rng rng(static_cast<std::uint64_t>(seed));
       const qd::harness::Generated g = owner->generate_violation(r.id, rng);
       const qd::ByteView view{g.bytes.data(), g.bytes.size()};
-      const qd::Outcome codec = owner->codec_read(view, "catalogue.safetensors");
-      const qd::Outcome oracle = owner->oracle_read(view, "catalogue.safetensors");
+      const qd::Outcome codec = owner->codec_read(view, "catalogue.safetensors", g.side_files);
+      const qd::Outcome oracle = owner->oracle_read(view, "catalogue.safetensors", g.side_files);
       EXPECT_TRUE(RefusedWith(codec, r.id))
           << "seed " << seed << " (" << g.description << "): codec " << Findings(codec);
       EXPECT_TRUE(RefusedWith(oracle, r.id))
@@ -328,8 +330,8 @@ TEST_F(Catalogue, WarningRulesWithAGeneratorWarnOnBothSides) {
       qd::harness::Rng rng(static_cast<std::uint64_t>(seed));
       const qd::harness::Generated g = owner->generate_violation(r.id, rng);
       const qd::ByteView view{g.bytes.data(), g.bytes.size()};
-      const qd::Outcome codec = owner->codec_read(view, "catalogue.safetensors");
-      const qd::Outcome oracle = owner->oracle_read(view, "catalogue.safetensors");
+      const qd::Outcome codec = owner->codec_read(view, "catalogue.safetensors", g.side_files);
+      const qd::Outcome oracle = owner->oracle_read(view, "catalogue.safetensors", g.side_files);
       EXPECT_TRUE(WarnedWith(codec, r.id)) << "seed " << seed << ": codec " << Findings(codec);
       EXPECT_TRUE(WarnedWith(oracle, r.id)) << "seed " << seed << ": oracle " << Findings(oracle);
     }

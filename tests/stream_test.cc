@@ -46,9 +46,9 @@ TEST(CodecStream, MatchesCodecReadForEveryFormat) {
       qd::harness::Rng rng(seed);
       const qd::harness::Generated g = f.generate_valid(rng);
       const qd::ByteView view{g.bytes.data(), g.bytes.size()};
-      const qd::Outcome read = f.codec_read(view, "s.safetensors");
+      const qd::Outcome read = f.codec_read(view, "s.safetensors", g.side_files);
       RecordingSink sink;
-      const qd::Outcome streamed = f.codec_stream(view, "s.safetensors", sink);
+      const qd::Outcome streamed = f.codec_stream(view, "s.safetensors", g.side_files, sink);
       ASSERT_EQ(streamed.refused, read.refused) << "seed " << seed;
       ASSERT_EQ(streamed.findings.size(), read.findings.size()) << "seed " << seed;
       ASSERT_EQ(sink.plan.size(), read.tensors.size()) << "seed " << seed;
@@ -74,7 +74,7 @@ TEST(CodecStream, ARefusedFileAnnouncesNothing) {
     const qd::harness::Generated g = f.generate_violation(f.violable_rules().front(), rng);
     const qd::ByteView view{g.bytes.data(), g.bytes.size()};
     RecordingSink sink;
-    const qd::Outcome streamed = f.codec_stream(view, "s.safetensors", sink);
+    const qd::Outcome streamed = f.codec_stream(view, "s.safetensors", g.side_files, sink);
     EXPECT_TRUE(streamed.refused);
     EXPECT_TRUE(sink.plan.empty());
     EXPECT_TRUE(sink.taken.empty());

@@ -82,8 +82,13 @@ TEST(Vectors, BothReadersGiveThePublishedVerdictAndRules) {
           for (const auto& v : f.variants(view)) variants.push_back(v.flag);
         }
         EXPECT_EQ(test.value("variantFlags", std::vector<std::string>{}), variants) << file;
-        EXPECT_EQ(Reading(f.codec_read(view, file)), want) << "codec, " << file;
-        EXPECT_EQ(Reading(f.oracle_read(view, file)), want) << "oracle, " << file;
+        // Side files (a GPTQ config), named by their path as exported.
+        qd::harness::SideFiles side_files;
+        for (const auto& config : test.value("configs", nlohmann::json::array())) {
+          side_files.push_back({config.get<std::string>(), ReadBytes(kVectors / config)});
+        }
+        EXPECT_EQ(Reading(f.codec_read(view, file, side_files)), want) << "codec, " << file;
+        EXPECT_EQ(Reading(f.oracle_read(view, file, side_files)), want) << "oracle, " << file;
         ++checked;
       }
     }

@@ -95,7 +95,7 @@ void SafetensorsSeeds(SeedWriter& w) {
   const qd::harness::FormatEntry& st = *qd::harness::FindFormat("safetensors");
   const qd::harness::FormatEntry& rbq = *qd::harness::FindFormat("rbq");
   auto emit = [&](const qd::harness::Generated& g) {
-    const qd::Outcome o = st.oracle_read({g.bytes.data(), g.bytes.size()}, "seed");
+    const qd::Outcome o = st.oracle_read({g.bytes.data(), g.bytes.size()}, "seed", g.side_files);
     const std::string verdict = Verdict(o);
     const std::string expected = g.expected_rule.empty() ? "valid" : g.expected_rule;
     if (verdict != expected) {
@@ -139,7 +139,7 @@ void RbqFileSeeds(SeedWriter& w) {
   const qd::harness::FormatEntry& rbq = *qd::harness::FindFormat("rbq");
   auto emit = [&](const Bytes& input) {
     const Bytes file = qd::fuzz::RbqFileFromInput(input.data(), input.size());
-    w.Write("rbq_file_diff", Verdict(rbq.oracle_read({file.data(), file.size()}, "seed")), input);
+    w.Write("rbq_file_diff", Verdict(rbq.oracle_read({file.data(), file.size()}, "seed", {})), input);
   };
   using qd::fuzz::RbqOpWriter;
   // Plain valid files across the parameter space.
@@ -454,7 +454,7 @@ void BnbFileSeeds(SeedWriter& w) {
   const qd::harness::FormatEntry& bnb = *qd::harness::FindFormat("bnb");
   auto emit = [&](const Bytes& input, const char* meant) {
     const Bytes file = qd::fuzz::BnbFileFromInput(input.data(), input.size());
-    const std::string verdict = Verdict(bnb.oracle_read({file.data(), file.size()}, "seed"));
+    const std::string verdict = Verdict(bnb.oracle_read({file.data(), file.size()}, "seed", {}));
     if (verdict != meant) std::printf("note: bnb_file_diff seed meant %s, oracle says %s\n", meant, verdict.c_str());
     w.Write("bnb_file_diff", verdict, input);
   };

@@ -43,6 +43,15 @@ struct Finding {
   std::string message;  // one human sentence; never compared by the differ
 };
 
+// A file that comes with the one being read and changes how it reads, such
+// as the quantize_config.json beside a GPTQ checkpoint. Readers take a list
+// of them in priority order (docs/gptq.md, config discovery); name is what
+// findings about the side file report (the path as found or as given).
+struct SideFile {
+  std::string name;
+  std::vector<std::uint8_t> bytes;
+};
+
 // A logical tensor decoded to binary32, row major.
 struct DecodedTensor {
   std::string name;
