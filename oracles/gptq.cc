@@ -1,0 +1,1228 @@
+// gptq.cc: the oracle's GPTQ reader (formats "gptq" v1, "gptq_v2" and the
+// planar "gptq_p") and its reference packer, written from docs/gptq.md (which
+// cites spec 001 and spec 004). Nothing here is shared with codecs/.
+//
+// Sections (docs/gptq.md section numbers in brackets):
+//   1. small helpers: loads, binary32 bits, 128-bit shape arithmetic
+//   2. findings
+//   3. config sources: parsing, CFG-001 / CFG-002 [1, 3 C1]
+//   4. the winning config: C2..C11 [3]
+//   5. layers: discovery and anchors [2]
+//   6. layer checks L1..L10 [3]
+//   7. unpacking: continuous and planar fields [4], zeros [5]
+//   8. dequantization and the decoded output [6, 7]
+//   9. ReadGptqFile
+//  10. PackGptq [8]
+#include "oracles/gptq.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+#include "oracles/finding.h"
+#include "oracles/json.h"
+#include "oracles/safetensors.h"
+
+namespace qd::oracle {
+namespace {
+
+constexpr std::int64_t kHeaderOffset = 8;  // byte_offset of facts of the header
+constexpr std::int64_t kNoOffset = -1;     // byte_offset of config findings
+
+// Shapes are up to 64 bits and the formulas of section 2 multiply them by 32:
+// every shape computation is done in 128 bits, where it cannot overflow.
+using Wide = __int128;
+
+// ---------------------------------------------------------------------------
+// Section 1: helpers.
+
+std::uint16_t LoadU16(const std::uint8_t* p) {
+  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
+}
+
+std::uint32_t LoadU32(const std::uint8_t* p) {
+  std::uint32_t value = 0;
+  for (int i = 3; i >= 0; --i) value = (value << 8) | p[i];
+  return value;
+}
+
+float FloatFromBits(std::uint32_t bits) {
+  float value = 0.0f;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+std::uint32_t BitsOfFloat(float value) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+// An infinity or a NaN: exponent bits all ones.
+bool IsInfOrNan(float value) { return (BitsOfFloat(value) & 0x7F800000u) == 0x7F800000u; }
+
+// mask(b) = 2^b - 1, for b in 1..32.
+std::uint32_t Mask(int bits) {
+  return bits >= 32 ? 0xFFFFFFFFu : ((static_cast<std::uint32_t>(1) << bits) - 1u);
+}
+
+// 8 + N_hdr + begin + j as a byte_offset, saturated at INT64_MAX.
+std::int64_t DataOffset(const Container& container, const ContainerTensor& tensor, Wide j) {
+  const Wide offset = static_cast<Wide>(container.data_start) + static_cast<Wide>(tensor.begin) + j;
+  const Wide limit = static_cast<Wide>(std::numeric_limits<std::int64_t>::max());
+  return static_cast<std::int64_t>(offset > limit ? limit : offset);
+}
+
+std::string WideToString(Wide value) {
+  if (value == 0) return "0";
+  const bool negative = value < 0;
+  std::string digits;
+  while (value != 0) {
+    int digit = static_cast<int>(value % 10);
+    if (digit < 0) digit = -digit;
+    digits.insert(digits.begin(), static_cast<char>('0' + digit));
+    value /= 10;
+  }
+  return negative ? "-" + digits : digits;
+}
+
+std::string ShapeToString(const std::vector<std::uint64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i != 0) text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+// ---------------------------------------------------------------------------
+// Section 2: findings.
+
+class Reporter {
+ public:
+  explicit Reporter(qd::Outcome* outcome) : outcome_(outcome) {}
+
+  // Appends an error (always the last finding); returns false so that a
+  // check can end with `return report.Error(...)`.
+  bool Error(const char* rule, const std::string& file, const std::string& tensor,
+             const std::string& field, std::int64_t byte_offset, const std::string& message,
+             std::int64_t row = -1, std::int64_t element = -1) {
+    Add(rule, qd::Severity::kError, file, tensor, field, byte_offset, message, row, element);
+    outcome_->refused = true;
+    return false;
+  }
+
+  void Warning(const char* rule, const std::string& file, const std::string& tensor,
+               const std::string& field, std::int64_t byte_offset, const std::string& message,
+               std::int64_t row = -1, std::int64_t element = -1) {
+    Add(rule, qd::Severity::kWarning, file, tensor, field, byte_offset, message, row, element);
+  }
+
+ private:
+  void Add(const char* rule, qd::Severity severity, const std::string& file,
+           const std::string& tensor, const std::string& field, std::int64_t byte_offset,
+           const std::string& message, std::int64_t row, std::int64_t element) {
+    qd::Finding finding =
+        NewFinding(rule, severity, file, tensor, field.c_str(), byte_offset, message);
+    finding.row = row;
+    finding.element = element;  // block stays -1: GPTQ has no blocks
+    outcome_->findings.push_back(finding);
+  }
+
+  qd::Outcome* outcome_;
+};
+
+// ---------------------------------------------------------------------------
+// Section 3: config sources (docs/gptq.md sections 1 and 3, step C1).
+
+enum class KeyType { kString, kInteger, kBoolean, kObject };
+
+// The keys of the table of section 1, in the table's row order, aliases in
+// their listed order. CFG-002 checks them in exactly this order.
+struct KeySpec {
+  const char* name;
+  KeyType type;
+};
+
+constexpr KeySpec kKeys[] = {
+    {"method", KeyType::kString},       {"quant_method", KeyType::kString},
+    {"format", KeyType::kString},       {"checkpoint_format", KeyType::kString},
+    {"version", KeyType::kString},      {"bits", KeyType::kInteger},
+    {"w_bit", KeyType::kInteger},       {"wbits", KeyType::kInteger},
+    {"group_size", KeyType::kInteger},  {"q_group_size", KeyType::kInteger},
+    {"sym", KeyType::kBoolean},         {"zero_point", KeyType::kBoolean},
+    {"desc_act", KeyType::kBoolean},    {"pack_dtype", KeyType::kString},
+    {"is_marlin_format", KeyType::kBoolean}, {"dynamic", KeyType::kObject},
+};
+constexpr int kKeyCount = sizeof(kKeys) / sizeof(kKeys[0]);
+
+// One key's value in one config: absent (also when null) or of its type.
+struct KeyValue {
+  bool present = false;
+  std::string text;        // kString
+  std::int64_t integer = 0;  // kInteger
+  bool boolean = false;    // kBoolean
+  std::uint32_t members = 0;  // kObject: number of members
+};
+
+// A config source after C1: its name and the values of the table's keys.
+struct Config {
+  std::string name;
+  KeyValue values[kKeyCount];
+
+  const KeyValue& Get(std::string_view key) const {
+    for (int i = 0; i < kKeyCount; ++i) {
+      if (key == kKeys[i].name) return values[i];
+    }
+    static const KeyValue kAbsent;
+    return kAbsent;
+  }
+};
+
+// "Integer" of section 1: a number token of an optional minus and digits
+// only (no fraction, no exponent) whose value fits int64.
+bool TokenToInt64(std::string_view token, std::int64_t* value) {
+  bool negative = false;
+  std::size_t i = 0;
+  if (i < token.size() && token[i] == '-') {
+    negative = true;
+    ++i;
+  }
+  if (i == token.size()) return false;
+  // Accumulate the magnitude in 64 unsigned bits; 2^63 is allowed for a
+  // negative number only.
+  std::uint64_t magnitude = 0;
+  const std::uint64_t limit = static_cast<std::uint64_t>(1) << 63;  // |INT64_MIN|
+  for (; i < token.size(); ++i) {
+    const char c = token[i];
+    if (c < '0' || c > '9') return false;  // '.', 'e', 'E', '+' : not an integer
+    const std::uint64_t digit = static_cast<std::uint64_t>(c - '0');
+    if (magnitude > (limit - digit) / 10) return false;  // would pass 2^63
+    magnitude = magnitude * 10 + digit;
+  }
+  if (!negative && magnitude == limit) return false;  // 2^63 does not fit
+  if (negative) {
+    *value = magnitude == limit ? std::numeric_limits<std::int64_t>::min()
+                                : -static_cast<std::int64_t>(magnitude);
+  } else {
+    *value = static_cast<std::int64_t>(magnitude);
+  }
+  return true;
+}
+
+const char* KeyTypeName(KeyType type) {
+  switch (type) {
+    case KeyType::kString:
+      return "a string";
+    case KeyType::kInteger:
+      return "an integer (a number without fraction or exponent that fits int64)";
+    case KeyType::kBoolean:
+      return "a boolean";
+    case KeyType::kObject:
+      return "an object";
+  }
+  return "";
+}
+
+// The file name after the last '/'.
+std::string_view BaseName(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string_view(path)
+                                    : std::string_view(path).substr(slash + 1);
+}
+
+// C1 on one source: CFG-001 then CFG-002. Returns false at an error. When
+// the source is accepted, *is_source tells whether it is a source at all (a
+// nested config.json without quantization_config is not) and *config holds
+// its values.
+bool ReadConfigSource(const qd::SideFile& side, Reporter& report, bool* is_source,
+                      Config* config) {
+  *is_source = false;
+  JsonDocument document;
+  JsonError error;
+  // CFG-001: not strict JSON (UTF-8, RFC 8259, depth, binary64 range) or the
+  // top level is not an object.
+  if (!ParseStrictJsonObject(side.bytes.data(), side.bytes.size(), &document, &error)) {
+    return report.Error("CFG-001", side.name, "", "config", kNoOffset,
+                        "the config is not strict JSON with an object at the top level (" +
+                            error.what + " at byte " + std::to_string(error.position) + ")");
+  }
+  // CFG-001: a key appears twice in one object.
+  std::string duplicate;
+  if (FindDuplicateKey(document, &duplicate)) {
+    return report.Error("CFG-001", side.name, "", "config", kNoOffset,
+                        "the config holds the key \"" + duplicate + "\" twice in one object");
+  }
+  std::uint32_t object = 0;
+  if (BaseName(side.name) == "config.json") {
+    // Read nested: the quantization_config member is the config.
+    const std::uint32_t nested = document.FindMember(0, "quantization_config");
+    if (nested == kNoNode || document.nodes[nested].kind == JsonKind::kNull) {
+      return true;  // no source at all
+    }
+    // CFG-001: quantization_config present, not null and not an object.
+    if (document.nodes[nested].kind != JsonKind::kObject) {
+      return report.Error("CFG-001", side.name, "", "quantization_config", kNoOffset,
+                          "quantization_config is present but is not an object");
+    }
+    object = nested;
+  }
+  config->name = side.name;
+  // CFG-002: a known key with a non-null value of the wrong JSON type, keys
+  // in the table's row order.
+  for (int i = 0; i < kKeyCount; ++i) {
+    const std::uint32_t node = document.FindMember(object, kKeys[i].name);
+    if (node == kNoNode || document.nodes[node].kind == JsonKind::kNull) continue;
+    KeyValue& value = config->values[i];
+    const JsonKind kind = document.nodes[node].kind;
+    bool ok = false;
+    switch (kKeys[i].type) {
+      case KeyType::kString:
+        ok = kind == JsonKind::kString;
+        if (ok) value.text = std::string(document.Text(node));
+        break;
+      case KeyType::kInteger:
+        ok = kind == JsonKind::kNumber && TokenToInt64(document.Text(node), &value.integer);
+        break;
+      case KeyType::kBoolean:
+        ok = kind == JsonKind::kTrue || kind == JsonKind::kFalse;
+        value.boolean = kind == JsonKind::kTrue;
+        break;
+      case KeyType::kObject:
+        ok = kind == JsonKind::kObject;
+        value.members = document.nodes[node].child_count;
+        break;
+    }
+    if (!ok) {
+      return report.Error("CFG-002", side.name, "", kKeys[i].name, kNoOffset,
+                          std::string("the config key \"") + kKeys[i].name + "\" is not " +
+                              KeyTypeName(kKeys[i].type));
+    }
+    value.present = true;
+  }
+  *is_source = true;
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Section 4: resolving a config and the steps C2..C11.
+
+std::string AsciiLower(std::string text) {
+  for (char& c : text) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return text;
+}
+
+// A string key's value as compared: version is ASCII-lowercased first.
+std::string StringValue(const Config& config, const char* key) {
+  const std::string& text = config.Get(key).text;
+  return std::string_view(key) == "version" ? AsciiLower(text) : text;
+}
+
+// The resolved value of an alias group: the first present key's value, the
+// key's name, and whether any key was present.
+struct Resolved {
+  bool present = false;
+  std::string key;  // the key that gave the value
+  std::string text;
+  std::int64_t integer = 0;
+};
+
+const std::vector<const char*>& MethodKeys() {
+  static const std::vector<const char*> keys = {"method", "quant_method"};
+  return keys;
+}
+const std::vector<const char*>& FormatKeys() {
+  static const std::vector<const char*> keys = {"format", "checkpoint_format", "version"};
+  return keys;
+}
+const std::vector<const char*>& BitsKeys() {
+  static const std::vector<const char*> keys = {"bits", "w_bit", "wbits"};
+  return keys;
+}
+const std::vector<const char*>& GroupSizeKeys() {
+  static const std::vector<const char*> keys = {"group_size", "q_group_size"};
+  return keys;
+}
+
+Resolved ResolveString(const Config& config, const std::vector<const char*>& keys,
+                       const char* canonical) {
+  Resolved resolved;
+  for (const char* key : keys) {
+    if (config.Get(key).present) {
+      resolved.present = true;
+      resolved.key = key;
+      resolved.text = StringValue(config, key);
+      return resolved;
+    }
+  }
+  // method and format default to gptq; the field is then the canonical name.
+  resolved.key = canonical;
+  resolved.text = "gptq";
+  return resolved;
+}
+
+Resolved ResolveInteger(const Config& config, const std::vector<const char*>& keys) {
+  Resolved resolved;
+  for (const char* key : keys) {
+    if (config.Get(key).present) {
+      resolved.present = true;
+      resolved.key = key;
+      resolved.integer = config.Get(key).integer;
+      return resolved;
+    }
+  }
+  return resolved;
+}
+
+// sym, else !zero_point; *present false when neither is there.
+bool ResolveSym(const Config& config, bool* present) {
+  if (config.Get("sym").present) {
+    *present = true;
+    return config.Get("sym").boolean;
+  }
+  if (config.Get("zero_point").present) {
+    *present = true;
+    return !config.Get("zero_point").boolean;
+  }
+  *present = false;
+  return false;
+}
+
+// What the layers need from the winning config.
+struct Settings {
+  std::string format;  // "gptq", "gptq_v2" or "gptq_p"
+  int bits = 0;
+  std::int64_t group_size = 0;  // -1 or >= 1
+};
+
+// C4, CFG-004 for one group: the first key (listed order) whose value
+// differs from the group's first present key. Empty when they agree.
+std::string GroupConflict(const Config& config, const std::vector<const char*>& keys,
+                          bool strings) {
+  const char* first = nullptr;
+  for (const char* key : keys) {
+    if (!config.Get(key).present) continue;
+    if (first == nullptr) {
+      first = key;
+      continue;
+    }
+    const bool differs = strings ? StringValue(config, key) != StringValue(config, first)
+                                 : config.Get(key).integer != config.Get(first).integer;
+    if (differs) return key;
+  }
+  return "";
+}
+
+std::string Quote(const std::string& text) { return "\"" + text + "\""; }
+
+// Steps C3..C11 on the winner configs[0] (C2 is the caller's). Returns
+// false at the first error.
+bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings* settings) {
+  const Config& w = configs[0];
+  const std::string& file = w.name;
+
+  // C3 GPTQ-005: marlin is a different pack.
+  for (const char* key : {"method", "quant_method", "format", "checkpoint_format"}) {
+    if (w.Get(key).present && w.Get(key).text == "marlin") {
+      return report.Error("GPTQ-005", file, "", key, kNoOffset,
+                          std::string("the config says ") + key +
+                              " \"marlin\", a different pack than GPTQ's");
+    }
+  }
+  if (w.Get("is_marlin_format").present && w.Get("is_marlin_format").boolean) {
+    return report.Error("GPTQ-005", file, "", "is_marlin_format", kNoOffset,
+                        "the config says is_marlin_format true, a different pack than GPTQ's");
+  }
+  // CFG-101: the hard-deprecated key, false.
+  if (w.Get("is_marlin_format").present) {
+    report.Warning("CFG-101", file, "", "is_marlin_format", kNoOffset,
+                   "the config holds the deprecated key is_marlin_format (false)");
+  }
+
+  // C4 CFG-004: two keys of one alias group disagree.
+  const struct {
+    const std::vector<const char*>* keys;
+    bool strings;
+  } groups[] = {{&MethodKeys(), true}, {&FormatKeys(), true}, {&BitsKeys(), false},
+                {&GroupSizeKeys(), false}};
+  for (const auto& group : groups) {
+    const std::string key = GroupConflict(w, *group.keys, group.strings);
+    if (!key.empty()) {
+      return report.Error("CFG-004", file, "", key, kNoOffset,
+                          "the config key " + key +
+                              " disagrees with an alias of the same setting given before it");
+    }
+  }
+  // CFG-102: sym and zero_point both present and equal (they are opposites).
+  if (w.Get("sym").present && w.Get("zero_point").present &&
+      w.Get("sym").boolean == w.Get("zero_point").boolean) {
+    report.Warning("CFG-102", file, "", "zero_point", kNoOffset,
+                   "sym and zero_point have the same value although zero_point means !sym");
+  }
+
+  // C5 CFG-005: method gptq; format gptq, gptq_v2 or gptq_p.
+  const Resolved method = ResolveString(w, MethodKeys(), "method");
+  if (method.text != "gptq") {
+    return report.Error("CFG-005", file, "", method.key, kNoOffset,
+                        "the method " + Quote(method.text) + " is not gptq");
+  }
+  const Resolved format = ResolveString(w, FormatKeys(), "format");
+  if (format.text != "gptq" && format.text != "gptq_v2" && format.text != "gptq_p") {
+    return report.Error("CFG-005", file, "", format.key, kNoOffset,
+                        "the format " + Quote(format.text) + " is not gptq, gptq_v2 or gptq_p");
+  }
+
+  // C6 CFG-006: bits and group_size have no default.
+  const Resolved bits = ResolveInteger(w, BitsKeys());
+  if (!bits.present) {
+    return report.Error("CFG-006", file, "", "bits", kNoOffset, "the config does not give bits");
+  }
+  const Resolved group_size = ResolveInteger(w, GroupSizeKeys());
+  if (!group_size.present) {
+    return report.Error("CFG-006", file, "", "group_size", kNoOffset,
+                        "the config does not give group_size");
+  }
+
+  // C7 CFG-007: group_size is -1 or >= 1.
+  if (group_size.integer != -1 && group_size.integer < 1) {
+    return report.Error("CFG-007", file, "", group_size.key, kNoOffset,
+                        "group_size " + std::to_string(group_size.integer) +
+                            " is neither -1 nor a positive integer");
+  }
+
+  // C8 GPTQ-001: bits allowed for the format.
+  const std::int64_t b = bits.integer;
+  const bool continuous_ok = b == 2 || b == 3 || b == 4 || b == 8;
+  const bool planar_ok = b >= 2 && b <= 8;
+  if (format.text == "gptq_p" ? !planar_ok : !continuous_ok) {
+    return report.Error("GPTQ-001", file, "", bits.key, kNoOffset,
+                        "bits " + std::to_string(b) + " is not allowed for format " +
+                            format.text +
+                            (format.text == "gptq_p" ? " (2..8)" : " (2, 3, 4 or 8)"));
+  }
+
+  // C9 CFG-008: the words are int32.
+  if (w.Get("pack_dtype").present && w.Get("pack_dtype").text != "int32") {
+    return report.Error("CFG-008", file, "", "pack_dtype", kNoOffset,
+                        "pack_dtype " + Quote(w.Get("pack_dtype").text) + " is not int32");
+  }
+
+  // C10 CFG-009: per-module overrides are not supported.
+  if (w.Get("dynamic").present && w.Get("dynamic").members != 0) {
+    return report.Error("CFG-009", file, "", "dynamic", kNoOffset,
+                        "dynamic holds per-module overrides, which are not supported");
+  }
+
+  // C11 CFG-010: every other source agrees with the winner on method,
+  // format (defaults applied), bits and group_size (when it gives them).
+  for (std::size_t i = 1; i < configs.size(); ++i) {
+    const Config& other = configs[i];
+    const Resolved other_method = ResolveString(other, MethodKeys(), "method");
+    const Resolved other_format = ResolveString(other, FormatKeys(), "format");
+    const Resolved other_bits = ResolveInteger(other, BitsKeys());
+    const Resolved other_group = ResolveInteger(other, GroupSizeKeys());
+    const char* field = nullptr;
+    std::string detail;
+    if (other_method.text != method.text) {
+      field = "method";
+      detail = Quote(method.text) + " against " + Quote(other_method.text);
+    } else if (other_format.text != format.text) {
+      field = "format";
+      detail = Quote(format.text) + " against " + Quote(other_format.text);
+    } else if (other_bits.present && other_bits.integer != bits.integer) {
+      field = "bits";
+      detail = std::to_string(bits.integer) + " against " + std::to_string(other_bits.integer);
+    } else if (other_group.present && other_group.integer != group_size.integer) {
+      field = "group_size";
+      detail = std::to_string(group_size.integer) + " against " +
+               std::to_string(other_group.integer);
+    }
+    if (field != nullptr) {
+      return report.Error("CFG-010", file, "", field, kNoOffset,
+                          std::string("the config sources disagree on ") + field + ": " + detail +
+                              " in " + other.name);
+    }
+  }
+  // CFG-102: another source disagrees on sym or desc_act (not used for
+  // decoding, so a warning).
+  bool w_sym_present = false;
+  const bool w_sym = ResolveSym(w, &w_sym_present);
+  for (std::size_t i = 1; i < configs.size(); ++i) {
+    const Config& other = configs[i];
+    bool other_sym_present = false;
+    const bool other_sym = ResolveSym(other, &other_sym_present);
+    if (w_sym_present && other_sym_present && w_sym != other_sym) {
+      report.Warning("CFG-102", file, "", "sym", kNoOffset,
+                     "the config sources disagree on sym (" + other.name + ")");
+    }
+    if (w.Get("desc_act").present && other.Get("desc_act").present &&
+        w.Get("desc_act").boolean != other.Get("desc_act").boolean) {
+      report.Warning("CFG-102", file, "", "desc_act", kNoOffset,
+                     "the config sources disagree on desc_act (" + other.name + ")");
+    }
+  }
+
+  settings->format = format.text;
+  settings->bits = static_cast<int>(b);
+  settings->group_size = group_size.integer;
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Section 5: layers (docs/gptq.md section 2).
+
+// P and the suffix of a tensor name, split at its last '.'.
+void SplitName(const std::string& name, std::string* prefix, std::string* suffix) {
+  const std::size_t dot = name.rfind('.');
+  if (dot == std::string::npos) {
+    prefix->clear();
+    *suffix = name;
+  } else {
+    *prefix = name.substr(0, dot + 1);
+    *suffix = name.substr(dot + 1);
+  }
+}
+
+bool IsQuantMember(const std::string& suffix) {
+  return suffix == "qweight" || suffix == "qzeros" || suffix == "scales" || suffix == "g_idx";
+}
+
+struct Layer {
+  std::string prefix;
+  // Indexes into container.tensors, -1 when absent.
+  int qweight = -1;
+  int qzeros = -1;
+  int scales = -1;
+  int g_idx = -1;
+  int bias = -1;
+  int weight = -1;
+  std::vector<int> siblings;  // unknown P+x, in container order
+  int anchor = -1;
+};
+
+// Every layer, in anchor order. container.tensors is already sorted by
+// (begin, end, name), so anchor order is the order of the anchors' indexes.
+std::vector<Layer> FindLayers(const Container& container) {
+  const int count = static_cast<int>(container.tensors.size());
+  std::vector<std::string> prefixes(container.tensors.size());
+  std::vector<std::string> suffixes(container.tensors.size());
+  for (int i = 0; i < count; ++i) SplitName(container.tensors[i].name, &prefixes[i], &suffixes[i]);
+  // The prefixes that own a quantized member.
+  std::vector<Layer> layers;
+  std::map<std::string, std::size_t> by_prefix;
+  for (int i = 0; i < count; ++i) {
+    if (!IsQuantMember(suffixes[i]) || by_prefix.count(prefixes[i]) != 0) continue;
+    by_prefix[prefixes[i]] = layers.size();
+    Layer layer;
+    layer.prefix = prefixes[i];
+    layers.push_back(layer);
+  }
+  // Every tensor P+x of a layer P, in container order.
+  for (int i = 0; i < count; ++i) {
+    const auto found = by_prefix.find(prefixes[i]);
+    if (found == by_prefix.end()) continue;
+    Layer& layer = layers[found->second];
+    const std::string& suffix = suffixes[i];
+    if (suffix == "qweight")
+      layer.qweight = i;
+    else if (suffix == "qzeros")
+      layer.qzeros = i;
+    else if (suffix == "scales")
+      layer.scales = i;
+    else if (suffix == "g_idx")
+      layer.g_idx = i;
+    else if (suffix == "bias")
+      layer.bias = i;
+    else if (suffix == "weight")
+      layer.weight = i;
+    else
+      layer.siblings.push_back(i);
+  }
+  // The anchor: qweight, else the first present of qzeros, scales, g_idx.
+  for (Layer& layer : layers) {
+    for (const int candidate : {layer.qweight, layer.qzeros, layer.scales, layer.g_idx}) {
+      if (candidate >= 0) {
+        layer.anchor = candidate;
+        break;
+      }
+    }
+  }
+  std::sort(layers.begin(), layers.end(),
+            [](const Layer& a, const Layer& b) { return a.anchor < b.anchor; });
+  return layers;
+}
+
+// The geometry of an accepted layer (section 2).
+// Accepted: g_idx holds K elements, so K is bounded by the file size; G * N
+// and K * N are element counts of scales and qweight whenever G > 0, K > 0.
+// N alone may be huge when K = G = 0 (nothing is then iterated over N).
+struct Geometry {
+  std::uint64_t k = 0;  // in_features
+  std::uint64_t n = 0;  // out_features
+  std::uint64_t g = 0;  // number of groups
+};
+
+Wide GroupCount(Wide k, std::int64_t group_size) {
+  if (group_size == -1) return 1;
+  return (k + group_size - 1) / group_size;  // ceil(k / gs), k >= 0
+}
+
+// ---------------------------------------------------------------------------
+// Section 6: the layer checks L1..L10.
+
+struct LayerContext {
+  qd::ByteView file;
+  const std::string& file_name;
+  const Container& container;
+  const Settings& settings;
+};
+
+const ContainerTensor& TensorAt(const LayerContext& ctx, int index) {
+  return ctx.container.tensors[static_cast<std::size_t>(index)];
+}
+
+// F16, BF16 or F32 scale element `index` widened to binary32.
+float LoadScale(const LayerContext& ctx, const ContainerTensor& tensor, std::uint64_t index) {
+  const std::uint8_t* data = ctx.file.data + ctx.container.data_start + tensor.begin;
+  if (tensor.dtype == "F32") return FloatFromBits(LoadU32(data + 4 * index));
+  if (tensor.dtype == "F16") return HalfToFloat(LoadU16(data + 2 * index));
+  // BF16: the top 16 bits of a binary32.
+  return FloatFromBits(static_cast<std::uint32_t>(LoadU16(data + 2 * index)) << 16);
+}
+
+std::uint64_t DtypeSize(const std::string& dtype) { return dtype == "F32" ? 4 : 2; }
+
+// I32 element `index` of a tensor, as u32.
+std::uint32_t LoadWord(const LayerContext& ctx, const ContainerTensor& tensor, std::uint64_t index) {
+  return LoadU32(ctx.file.data + ctx.container.data_start + tensor.begin + 4 * index);
+}
+
+// The zero field (g, n) of a layer, section 4 (forward declaration).
+std::uint32_t ZeroField(const LayerContext& ctx, const ContainerTensor& qzeros,
+                        const Geometry& geometry, std::uint64_t g, std::uint64_t n);
+
+bool CheckLayer(const LayerContext& ctx, const Layer& layer, Reporter& report,
+                Geometry* geometry) {
+  const std::string& file = ctx.file_name;
+  const std::string& p = layer.prefix;
+  const int b = ctx.settings.bits;
+
+  // L1 GPTQ-101: every required member is present.
+  const struct {
+    int index;
+    const char* suffix;
+  } required[] = {{layer.qweight, "qweight"},
+                  {layer.qzeros, "qzeros"},
+                  {layer.scales, "scales"},
+                  {layer.g_idx, "g_idx"}};
+  for (const auto& member : required) {
+    if (member.index < 0) {
+      return report.Error("GPTQ-101", file, TensorAt(ctx, layer.anchor).name, member.suffix,
+                          kHeaderOffset,
+                          "the layer " + Quote(p) + " has no " + p + member.suffix + " tensor");
+    }
+  }
+  // L2 GPTQ-102: a dense weight beside the quantized layer.
+  if (layer.weight >= 0) {
+    return report.Error("GPTQ-102", file, TensorAt(ctx, layer.weight).name, "weight",
+                        kHeaderOffset,
+                        "a dense " + p + "weight lies beside the quantized layer " + Quote(p));
+  }
+  // L3 GPTQ-103: unknown siblings, read as ordinary tensors.
+  for (const int sibling : layer.siblings) {
+    std::string prefix, suffix;
+    SplitName(TensorAt(ctx, sibling).name, &prefix, &suffix);
+    report.Warning("GPTQ-103", file, TensorAt(ctx, sibling).name, suffix, kHeaderOffset,
+                   "the tensor " + TensorAt(ctx, sibling).name +
+                       " beside the layer is not a GPTQ member; it is read as an ordinary tensor");
+  }
+  // L4 GPTQ-104: dtype, then rank, member by member.
+  const struct {
+    int index;
+    bool is_float;  // F16, BF16, F32; else I32
+    std::size_t rank;
+  } members[] = {{layer.qweight, false, 2},
+                 {layer.qzeros, false, 2},
+                 {layer.scales, true, 2},
+                 {layer.g_idx, false, 1},
+                 {layer.bias, true, 1}};
+  for (const auto& member : members) {
+    if (member.index < 0) continue;  // only the bias is optional
+    const ContainerTensor& tensor = TensorAt(ctx, member.index);
+    const bool dtype_ok = member.is_float ? (tensor.dtype == "F16" || tensor.dtype == "BF16" ||
+                                             tensor.dtype == "F32")
+                                          : tensor.dtype == "I32";
+    if (!dtype_ok) {
+      return report.Error("GPTQ-104", file, tensor.name, "dtype", kHeaderOffset,
+                          tensor.name + " has dtype " + tensor.dtype + ", expected " +
+                              (member.is_float ? "F16, BF16 or F32" : "I32"));
+    }
+    if (tensor.shape.size() != member.rank) {
+      return report.Error("GPTQ-104", file, tensor.name, "shape", kHeaderOffset,
+                          tensor.name + " has rank " + std::to_string(tensor.shape.size()) +
+                              ", expected " + std::to_string(member.rank));
+    }
+  }
+
+  const ContainerTensor& qweight = TensorAt(ctx, layer.qweight);
+  const ContainerTensor& qzeros = TensorAt(ctx, layer.qzeros);
+  const ContainerTensor& scales = TensorAt(ctx, layer.scales);
+  const ContainerTensor& g_idx = TensorAt(ctx, layer.g_idx);
+
+  // Geometry (section 2), in 128 bits.
+  const Wide rows = static_cast<Wide>(qweight.shape[0]);
+  const Wide n = static_cast<Wide>(qweight.shape[1]);
+  const bool kq_defined = (rows * 32) % b == 0;
+  const Wide kq = kq_defined ? rows * 32 / b : 0;
+  const Wide kg = static_cast<Wide>(g_idx.shape[0]);
+  const Wide k = (kq_defined && GroupCount(kq, ctx.settings.group_size) ==
+                                    static_cast<Wide>(scales.shape[0]))
+                     ? kq
+                     : kg;
+  const Wide g = GroupCount(k, ctx.settings.group_size);
+
+  // L5 GPTQ-002: qweight is [K / 32 * b, N] with K a multiple of 32.
+  if (k % 32 != 0 || rows != k / 32 * b) {
+    return report.Error("GPTQ-002", file, qweight.name, "shape", kHeaderOffset,
+                        qweight.name + " has shape " + ShapeToString(qweight.shape) +
+                            ", which does not hold in_features " + WideToString(k) + " at " +
+                            std::to_string(b) + " bits (a multiple of 32 is needed)");
+  }
+  // L6 GPTQ-003: qzeros is [G, N / 32 * b] with N a multiple of 32.
+  if (n % 32 != 0 || static_cast<Wide>(qzeros.shape[0]) != g ||
+      static_cast<Wide>(qzeros.shape[1]) != n / 32 * b) {
+    return report.Error("GPTQ-003", file, qzeros.name, "shape", kHeaderOffset,
+                        qzeros.name + " has shape " + ShapeToString(qzeros.shape) + ", expected [" +
+                            WideToString(g) + ", " + WideToString(n) + " / 32 * " +
+                            std::to_string(b) + "] with out_features " + WideToString(n) +
+                            " a multiple of 32");
+  }
+  // L7 GPTQ-105: scales [G, N], then bias [N].
+  if (static_cast<Wide>(scales.shape[0]) != g || static_cast<Wide>(scales.shape[1]) != n) {
+    return report.Error("GPTQ-105", file, scales.name, "shape", kHeaderOffset,
+                        scales.name + " has shape " + ShapeToString(scales.shape) +
+                            ", expected [" + WideToString(g) + ", " + WideToString(n) + "]");
+  }
+  if (layer.bias >= 0 && static_cast<Wide>(TensorAt(ctx, layer.bias).shape[0]) != n) {
+    const ContainerTensor& bias = TensorAt(ctx, layer.bias);
+    return report.Error("GPTQ-105", file, bias.name, "shape", kHeaderOffset,
+                        bias.name + " has shape " + ShapeToString(bias.shape) + ", expected [" +
+                            WideToString(n) + "]");
+  }
+  // L8 GPTQ-004: g_idx has K entries, each selecting an existing group.
+  if (kg != k) {
+    return report.Error("GPTQ-004", file, g_idx.name, "shape", kHeaderOffset,
+                        g_idx.name + " has " + WideToString(kg) + " entries, in_features is " +
+                            WideToString(k));
+  }
+  // From here K is bounded by the file size (g_idx holds K elements), and
+  // G * N whenever G > 0 (scales holds G * N elements).
+  geometry->k = static_cast<std::uint64_t>(k);
+  geometry->n = static_cast<std::uint64_t>(n);
+  geometry->g = static_cast<std::uint64_t>(g);
+  const std::int64_t groups = static_cast<std::int64_t>(g);  // g <= k + 1
+  for (std::uint64_t kk = 0; kk < geometry->k; ++kk) {
+    const std::int32_t group = static_cast<std::int32_t>(LoadWord(ctx, g_idx, kk));
+    if (group < 0 || group >= groups) {
+      return report.Error("GPTQ-004", file, g_idx.name, "g_idx",
+                          DataOffset(ctx.container, g_idx, static_cast<Wide>(4) * kk),
+                          g_idx.name + "[" + std::to_string(kk) + "] is " +
+                              std::to_string(group) + ", not a group in 0.." +
+                              std::to_string(groups - 1),
+                          -1, static_cast<std::int64_t>(kk));
+    }
+  }
+  // L9 GPTQ-106: the first infinite or NaN scale in storage order.
+  for (std::uint64_t gg = 0; gg < geometry->g; ++gg) {
+    for (std::uint64_t nn = 0; nn < geometry->n; ++nn) {
+      const std::uint64_t index = gg * geometry->n + nn;
+      if (IsInfOrNan(LoadScale(ctx, scales, index))) {
+        return report.Error(
+            "GPTQ-106", file, scales.name, "scales",
+            DataOffset(ctx.container, scales,
+                       static_cast<Wide>(index) * static_cast<Wide>(DtypeSize(scales.dtype))),
+            scales.name + "[" + std::to_string(gg) + "][" + std::to_string(nn) +
+                "] is an infinity or a NaN",
+            static_cast<std::int64_t>(gg), static_cast<std::int64_t>(nn));
+      }
+    }
+  }
+  // L10 GPTQ-107 (v1 only): the first zero field equal to mask(b).
+  if (ctx.settings.format == "gptq") {
+    const std::uint64_t words_per_row = geometry->n / 32 * static_cast<std::uint64_t>(b);
+    for (std::uint64_t gg = 0; gg < geometry->g; ++gg) {
+      for (std::uint64_t nn = 0; nn < geometry->n; ++nn) {
+        if (ZeroField(ctx, qzeros, *geometry, gg, nn) != Mask(b)) continue;
+        // The word holding the field's lowest bit.
+        const Wide j = static_cast<Wide>(4) *
+                       (static_cast<Wide>(gg) * words_per_row + (static_cast<Wide>(nn) * b) / 32);
+        report.Warning("GPTQ-107", file, qzeros.name, "qzeros",
+                       DataOffset(ctx.container, qzeros, j),
+                       "the v1 zero field (" + std::to_string(gg) + ", " + std::to_string(nn) +
+                           ") is " + std::to_string(Mask(b)) + ", so the zero point is 2^" +
+                           std::to_string(b) +
+                           ", outside the code range (the pack of a zero point 0 underflowed)",
+                       static_cast<std::int64_t>(gg), static_cast<std::int64_t>(nn));
+        return true;  // at most one per layer
+      }
+    }
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Section 7: unpacking (docs/gptq.md sections 4 and 5).
+
+// A bit stream over 32-bit words: word(j) of the stream.
+struct Stream {
+  const std::uint8_t* base = nullptr;  // data of the tensor
+  std::uint64_t first = 0;             // element index of stream word 0
+  std::uint64_t stride = 1;            // elements between stream words
+  std::uint32_t Word(std::uint64_t j) const { return LoadU32(base + 4 * (first + j * stride)); }
+};
+
+// Continuous layout: field i starts at bit s = i * b of the stream.
+std::uint32_t ContinuousField(const Stream& stream, std::uint64_t i, int b) {
+  const std::uint64_t s = i * static_cast<std::uint64_t>(b);
+  const std::uint64_t w = s / 32;
+  const std::uint32_t o = static_cast<std::uint32_t>(s % 32);
+  std::uint32_t value = stream.Word(w) >> o;
+  if (o + static_cast<std::uint32_t>(b) > 32) value |= stream.Word(w + 1) << (32 - o);
+  return value & Mask(b);
+}
+
+// The planes of a planar field, low first (section 4).
+std::vector<int> Planes(int b) {
+  switch (b) {
+    case 2:
+      return {2};
+    case 3:
+      return {2, 1};
+    case 4:
+      return {4};
+    case 5:
+      return {4, 1};
+    case 6:
+      return {4, 2};
+    case 7:
+      return {4, 2, 1};
+    case 8:
+      return {8};
+    default:
+      return {};
+  }
+}
+
+// Planar layout: blocks of 32 fields over b words, plane by plane.
+std::uint32_t PlanarField(const Stream& stream, std::uint64_t i, int b) {
+  const std::uint64_t block = i / 32;
+  const std::uint64_t t = i % 32;
+  std::uint32_t value = 0;
+  int offset = 0;  // W_j
+  for (const int p : Planes(b)) {
+    const std::uint64_t per_word = 32 / static_cast<std::uint64_t>(p);
+    const std::uint64_t word = block * static_cast<std::uint64_t>(b) +
+                               static_cast<std::uint64_t>(offset) + t / per_word;
+    const std::uint32_t shift = static_cast<std::uint32_t>((t % per_word) * static_cast<std::uint64_t>(p));
+    const std::uint32_t part = (stream.Word(word) >> shift) & Mask(p);
+    value |= part << offset;
+    offset += p;
+  }
+  return value;
+}
+
+std::uint32_t Field(const std::string& format, const Stream& stream, std::uint64_t i, int b) {
+  return format == "gptq_p" ? PlanarField(stream, i, b) : ContinuousField(stream, i, b);
+}
+
+std::uint32_t ZeroField(const LayerContext& ctx, const ContainerTensor& qzeros,
+                        const Geometry& geometry, std::uint64_t g, std::uint64_t n) {
+  // Row g of qzeros is one stream along the row: C = N / 32 * b words.
+  const std::uint64_t words_per_row = geometry.n / 32 * static_cast<std::uint64_t>(ctx.settings.bits);
+  Stream stream;
+  stream.base = ctx.file.data + ctx.container.data_start + qzeros.begin;
+  stream.first = g * words_per_row;
+  stream.stride = 1;
+  return Field(ctx.settings.format, stream, n, ctx.settings.bits);
+}
+
+// code(k, n): field k of qweight column n (a stream down the rows: word j
+// is qweight[j][n]).
+std::uint32_t CodeField(const LayerContext& ctx, const ContainerTensor& qweight,
+                        const Geometry& geometry, std::uint64_t k, std::uint64_t n) {
+  Stream stream;
+  stream.base = ctx.file.data + ctx.container.data_start + qweight.begin;
+  stream.first = n;
+  stream.stride = geometry.n;
+  return Field(ctx.settings.format, stream, k, ctx.settings.bits);
+}
+
+// zero(g, n), section 5: v1 adds 1 without masking; v2 and planar do not.
+std::int32_t ZeroPoint(const LayerContext& ctx, const ContainerTensor& qzeros,
+                       const Geometry& geometry, std::uint64_t g, std::uint64_t n) {
+  const std::uint32_t field = ZeroField(ctx, qzeros, geometry, g, n);
+  if (ctx.settings.format == "gptq") return static_cast<std::int32_t>(field) + 1;
+  return static_cast<std::int32_t>(field);
+}
+
+// ---------------------------------------------------------------------------
+// Section 8: dequantization and the decoded output (sections 6, 7).
+
+// Decodes an accepted layer: its codes, zeros and P+weight [N, K].
+void DecodeLayer(const LayerContext& ctx, const Layer& layer, const Geometry& geometry,
+                 GptqLayerCodes* codes, qd::DecodedTensor* weight) {
+  const ContainerTensor& qweight = TensorAt(ctx, layer.qweight);
+  const ContainerTensor& qzeros = TensorAt(ctx, layer.qzeros);
+  const ContainerTensor& scales = TensorAt(ctx, layer.scales);
+  const ContainerTensor& g_idx = TensorAt(ctx, layer.g_idx);
+  const std::uint64_t K = geometry.k;
+  const std::uint64_t N = geometry.n;
+  const std::uint64_t G = geometry.g;
+
+  codes->prefix = layer.prefix;
+  codes->in_features = static_cast<std::int64_t>(K);
+  codes->out_features = static_cast<std::int64_t>(N);  // N < 2^63 unless K = G = 0
+  codes->groups = static_cast<std::int64_t>(G);
+  weight->name = layer.prefix + "weight";
+  weight->shape = {N, K};
+  if (N == 0) return;  // no column: nothing to decode
+
+  // G > 0 here means scales holds G * N elements, so the sizes are bounded.
+  codes->zeros.resize(static_cast<std::size_t>(G * N));
+  for (std::uint64_t g = 0; g < G; ++g) {
+    for (std::uint64_t n = 0; n < N; ++n) {
+      codes->zeros[g * N + n] = ZeroPoint(ctx, qzeros, geometry, g, n);
+    }
+  }
+  if (K == 0) return;  // K > 0 means qweight holds K * b / 32 * N elements
+  codes->codes.resize(static_cast<std::size_t>(K * N));
+  for (std::uint64_t k = 0; k < K; ++k) {
+    for (std::uint64_t n = 0; n < N; ++n) {
+      codes->codes[k * N + n] = static_cast<std::int32_t>(CodeField(ctx, qweight, geometry, k, n));
+    }
+  }
+  weight->values.resize(static_cast<std::size_t>(N * K));
+  for (std::uint64_t n = 0; n < N; ++n) {
+    for (std::uint64_t k = 0; k < K; ++k) {
+      // g = g_idx[k], checked to be in 0..G-1 by L8.
+      const std::uint64_t g =
+          static_cast<std::uint64_t>(static_cast<std::int32_t>(LoadWord(ctx, g_idx, k)));
+      // 1. c and z, integers; c - z in -256..255.
+      const std::int32_t c = codes->codes[k * N + n];
+      const std::int32_t z = codes->zeros[g * N + n];
+      // 2. d = (float)(c - z): exact; 0 gives +0.0.
+      const float d = static_cast<float>(c - z);
+      // 3. s = scales[g][n] widened to binary32.
+      const float s = LoadScale(ctx, scales, g * N + n);
+      // 4. one binary32 multiplication, round to nearest even.
+      const float product = d * s;
+      weight->values[n * K + k] = product;
+    }
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Section 9: ReadGptqFile.
+
+qd::Outcome ReadGptqFile(qd::ByteView file, const std::string& file_name,
+                         const std::vector<qd::SideFile>& configs,
+                         std::vector<GptqLayerCodes>* layers) {
+  qd::Outcome outcome;
+  Container container;
+  // The container rules first.
+  if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
+  Reporter report(&outcome);
+
+  // C1: every present source, in priority order.
+  std::vector<Config> sources;
+  for (const qd::SideFile& side : configs) {
+    bool is_source = false;
+    Config config;
+    if (!ReadConfigSource(side, report, &is_source, &config)) return outcome;
+    if (is_source) sources.push_back(std::move(config));
+  }
+  // C2 CFG-003: no source is left.
+  if (sources.empty()) {
+    report.Error("CFG-003", file_name, "", "config", kNoOffset,
+                 "no quantize config was found for the file");
+    return outcome;
+  }
+  // C3..C11 on the winner.
+  Settings settings;
+  if (!CheckWinner(sources, report, &settings)) return outcome;
+
+  // L1..L10, layer by layer in anchor order.
+  const std::vector<Layer> found = FindLayers(container);
+  const LayerContext ctx{file, file_name, container, settings};
+  std::vector<Geometry> geometries;
+  for (const Layer& layer : found) {
+    Geometry geometry;
+    if (!CheckLayer(ctx, layer, report, &geometry)) return outcome;
+    geometries.push_back(geometry);
+  }
+
+  // Section 7: the outcome's tensors in (begin, end, name) order of their
+  // source: a layer's P+weight at its qweight, every other floating tensor
+  // (biases included) widened; a layer's scales are consumed by its weight,
+  // integer tensors outside layers are left out.
+  std::vector<int> layer_of_qweight(container.tensors.size(), -1);
+  std::vector<bool> is_layer_scales(container.tensors.size(), false);
+  for (std::size_t l = 0; l < found.size(); ++l) {
+    layer_of_qweight[static_cast<std::size_t>(found[l].qweight)] = static_cast<int>(l);
+    is_layer_scales[static_cast<std::size_t>(found[l].scales)] = true;
+  }
+  std::vector<GptqLayerCodes> decoded_layers(found.size());
+  for (std::size_t t = 0; t < container.tensors.size(); ++t) {
+    const ContainerTensor& tensor = container.tensors[t];
+    const int l = layer_of_qweight[t];
+    if (l >= 0) {
+      qd::DecodedTensor weight;
+      DecodeLayer(ctx, found[static_cast<std::size_t>(l)], geometries[static_cast<std::size_t>(l)],
+                  &decoded_layers[static_cast<std::size_t>(l)], &weight);
+      outcome.tensors.push_back(std::move(weight));
+    } else if (IsFloatDtype(tensor.dtype) && !is_layer_scales[t]) {
+      outcome.tensors.push_back(DecodeFloatTensor(file, container, tensor));
+    }
+  }
+  if (layers != nullptr) *layers = std::move(decoded_layers);
+  return outcome;
+}
+
+// ---------------------------------------------------------------------------
+// Section 10: PackGptq (docs/gptq.md section 8). Written from section 8's
+// OR-in formulas; it shares no unpacking code with the reader above.
+
+bool PackGptq(const std::string& format, int bits, std::int64_t in_features,
+              std::int64_t out_features, std::int64_t groups,
+              const std::vector<std::int32_t>& codes, const std::vector<std::int32_t>& zeros,
+              std::vector<std::int32_t>* qweight, std::vector<std::int32_t>* qzeros,
+              std::string* error) {
+  const std::int64_t K = in_features;
+  const std::int64_t N = out_features;
+  const std::int64_t G = groups;
+  const int b = bits;
+  // 1. b allowed for the format (C8).
+  if (format != "gptq" && format != "gptq_v2" && format != "gptq_p") {
+    *error = "the format \"" + format + "\" is not gptq, gptq_v2 or gptq_p";
+    return false;
+  }
+  const bool allowed = format == "gptq_p" ? (b >= 2 && b <= 8)
+                                          : (b == 2 || b == 3 || b == 4 || b == 8);
+  if (!allowed) {
+    *error = "bits " + std::to_string(b) + " is not allowed for format " + format;
+    return false;
+  }
+  // 2. K and N multiples of 32 (and the arrays as large as they say).
+  if (K < 0 || N < 0 || K % 32 != 0 || N % 32 != 0) {
+    *error = "in_features " + std::to_string(K) + " and out_features " + std::to_string(N) +
+             " must be non-negative multiples of 32";
+    return false;
+  }
+  if (G < 0 || (N != 0 && K > std::numeric_limits<std::int64_t>::max() / N) ||
+      (N != 0 && G > std::numeric_limits<std::int64_t>::max() / N) ||
+      static_cast<std::uint64_t>(K * N) != codes.size() ||
+      static_cast<std::uint64_t>(G * N) != zeros.size()) {
+    *error = "codes must hold in_features * out_features values and zeros groups * out_features";
+    return false;
+  }
+  // 3. every code in 0..mask(b), first offending (k, n) in row-major order.
+  const std::int64_t max_code = (static_cast<std::int64_t>(1) << b) - 1;
+  for (std::int64_t k = 0; k < K; ++k) {
+    for (std::int64_t n = 0; n < N; ++n) {
+      const std::int64_t v = codes[static_cast<std::size_t>(k * N + n)];
+      if (v < 0 || v > max_code) {
+        *error = "code (" + std::to_string(k) + ", " + std::to_string(n) + ") is " +
+                 std::to_string(v) + ", outside 0.." + std::to_string(max_code);
+        return false;
+      }
+    }
+  }
+  // 4. every zero in 1..2^b (gptq) or 0..mask(b), first offending (g, n).
+  const bool v1 = format == "gptq";
+  const std::int64_t low = v1 ? 1 : 0;
+  const std::int64_t high = v1 ? max_code + 1 : max_code;
+  for (std::int64_t g = 0; g < G; ++g) {
+    for (std::int64_t n = 0; n < N; ++n) {
+      const std::int64_t v = zeros[static_cast<std::size_t>(g * N + n)];
+      if (v < low || v > high) {
+        *error = "zero point (" + std::to_string(g) + ", " + std::to_string(n) + ") is " +
+                 std::to_string(v) + ", outside " + std::to_string(low) + ".." +
+                 std::to_string(high) + (v1 && v == 0 ? " (a v1 zero 0 underflows)" : "");
+        return false;
+      }
+    }
+  }
+
+  // The words start at 0; fields are ORed in. `put` ORs value v as field i
+  // of the stream whose word j is words[first + j * stride].
+  const bool planar = format == "gptq_p";
+  std::vector<int> planes;  // widths p_j, low first
+  if (planar) {
+    if (b == 2) planes = {2};
+    if (b == 3) planes = {2, 1};
+    if (b == 4) planes = {4};
+    if (b == 5) planes = {4, 1};
+    if (b == 6) planes = {4, 2};
+    if (b == 7) planes = {4, 2, 1};
+    if (b == 8) planes = {8};
+  }
+  auto put = [&](std::vector<std::uint32_t>& words, std::int64_t first, std::int64_t stride,
+                 std::int64_t i, std::uint32_t v) {
+    auto word = [&](std::int64_t j) -> std::uint32_t& {
+      return words[static_cast<std::size_t>(first + j * stride)];
+    };
+    if (!planar) {
+      const std::int64_t s = i * b;
+      const std::int64_t w = s / 32;
+      const int o = static_cast<int>(s % 32);
+      word(w) |= static_cast<std::uint32_t>((static_cast<std::uint64_t>(v) << o) & 0xFFFFFFFFu);
+      if (o + b > 32) word(w + 1) |= v >> (32 - o);
+      return;
+    }
+    const std::int64_t t = i % 32;
+    int offset = 0;  // W_j
+    for (const int p : planes) {
+      const std::int64_t per_word = 32 / p;
+      const std::uint32_t part = (v >> offset) & ((1u << p) - 1u);
+      word((i / 32) * b + offset + t / per_word) |= part << ((t % per_word) * p);
+      offset += p;
+    }
+  };
+
+  const std::int64_t weight_rows = K / 32 * b;  // K * b / 32
+  const std::int64_t zero_cols = N / 32 * b;    // N * b / 32
+  std::vector<std::uint32_t> weight_words(static_cast<std::size_t>(weight_rows * N), 0u);
+  std::vector<std::uint32_t> zero_words(static_cast<std::size_t>(G * zero_cols), 0u);
+  for (std::int64_t k = 0; k < K; ++k) {
+    for (std::int64_t n = 0; n < N; ++n) {
+      // Column n is a stream down the rows: word j at (j, n).
+      put(weight_words, n, N, k, static_cast<std::uint32_t>(codes[static_cast<std::size_t>(k * N + n)]));
+    }
+  }
+  for (std::int64_t g = 0; g < G; ++g) {
+    for (std::int64_t n = 0; n < N; ++n) {
+      // Row g is a stream along the row; the stored field is zero - 1 (v1).
+      const std::int32_t zero = zeros[static_cast<std::size_t>(g * N + n)];
+      put(zero_words, g * zero_cols, 1, n, static_cast<std::uint32_t>(v1 ? zero - 1 : zero));
+    }
+  }
+  qweight->assign(weight_words.size(), 0);
+  for (std::size_t i = 0; i < weight_words.size(); ++i) {
+    (*qweight)[i] = static_cast<std::int32_t>(weight_words[i]);
+  }
+  qzeros->assign(zero_words.size(), 0);
+  for (std::size_t i = 0; i < zero_words.size(); ++i) {
+    (*qzeros)[i] = static_cast<std::int32_t>(zero_words[i]);
+  }
+  return true;
+}
+
+}  // namespace qd::oracle

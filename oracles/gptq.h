@@ -1,0 +1,50 @@
+// gptq.h: the reference reader for GPTQ checkpoints (v1 "gptq", v2
+// "gptq_v2", planar "gptq_p") and their quantize configs, written plainly
+// from docs/gptq.md (which cites spec 001 and spec 004). Shares no code with
+// codecs/; the differential tests compare the two bit for bit.
+//
+//   std::vector<qd::oracle::GptqLayerCodes> layers;
+//   qd::Outcome o = qd::oracle::ReadGptqFile(bytes, "m.safetensors", configs, &layers);
+#ifndef QUANTDIFF_ORACLES_GPTQ_H_
+#define QUANTDIFF_ORACLES_GPTQ_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "quantdiff/plain_data.h"
+
+namespace qd::oracle {
+
+// One accepted layer as the spec defines it, before dequantization.
+struct GptqLayerCodes {
+  std::string prefix;  // with its trailing dot
+  std::int64_t in_features = 0;
+  std::int64_t out_features = 0;
+  std::int64_t groups = 0;
+  std::vector<std::int32_t> codes;  // [K][N]: codes[k * N + n]
+  std::vector<std::int32_t> zeros;  // [G][N]: zero points used by dequant
+};
+
+// The safetensors rules, then docs/gptq.md section 3 on the file and its
+// config sources (priority order). The outcome's tensors are section 7's.
+// When layers is not null and the file is accepted, it receives every
+// layer's codes and zeros in anchor order.
+qd::Outcome ReadGptqFile(qd::ByteView file, const std::string& file_name,
+                         const std::vector<qd::SideFile>& configs,
+                         std::vector<GptqLayerCodes>* layers = nullptr);
+
+// docs/gptq.md section 8, written from the page: pack codes [K][N] and zero
+// points [G][N] into qweight [K*bits/32][N] and qzeros [G][N*bits/32] words
+// for format "gptq", "gptq_v2" or "gptq_p". False with *error (a sentence
+// naming what failed and the first offending (row, column)) when a
+// precondition fails.
+bool PackGptq(const std::string& format, int bits, std::int64_t in_features,
+              std::int64_t out_features, std::int64_t groups,
+              const std::vector<std::int32_t>& codes, const std::vector<std::int32_t>& zeros,
+              std::vector<std::int32_t>* qweight, std::vector<std::int32_t>* qzeros,
+              std::string* error);
+
+}  // namespace qd::oracle
+
+#endif  // QUANTDIFF_ORACLES_GPTQ_H_
