@@ -1,0 +1,817 @@
+// gptq.cc: the GPTQ reader: config sources (docs/gptq.md section 1), layer
+// discovery and geometry (section 2), the checks C1..C11 and L1..L10 in the
+// documented order (section 3) and the decoded output (section 7).
+// Kernels: gptq_kernels.cc; packing: gptq_pack.cc.
+#include "codecs/gptq.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "codecs/finding.h"
+#include "codecs/strict_json.h"
+
+namespace qd::codec {
+namespace {
+
+using nlohmann::json;
+using U128 = unsigned __int128;  // shape arithmetic: exact for products of two u64
+
+constexpr std::int64_t kHeaderOffset = 8;  // findings about header-level facts
+constexpr std::int64_t kNoOffset = -1;     // config findings
+
+std::uint32_t LoadU32(const std::uint8_t* p) {  // little-endian, any host
+  return static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint32_t>(p[1]) << 8) |
+         (static_cast<std::uint32_t>(p[2]) << 16) | (static_cast<std::uint32_t>(p[3]) << 24);
+}
+
+std::uint16_t LoadU16(const std::uint8_t* p) {
+  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
+}
+
+// ---- config ------------------------------------------------------------------
+
+enum class JsonType : std::uint8_t { kString, kInteger, kBoolean, kObject };
+
+struct KeySpec {
+  const char* key;
+  JsonType type;
+};
+
+// The table of docs/gptq.md section 1, rows in order, aliases in listed order.
+constexpr std::array<KeySpec, 16> kKeys = {{
+    {"method", JsonType::kString},        {"quant_method", JsonType::kString},
+    {"format", JsonType::kString},        {"checkpoint_format", JsonType::kString},
+    {"version", JsonType::kString},       {"bits", JsonType::kInteger},
+    {"w_bit", JsonType::kInteger},        {"wbits", JsonType::kInteger},
+    {"group_size", JsonType::kInteger},   {"q_group_size", JsonType::kInteger},
+    {"sym", JsonType::kBoolean},          {"zero_point", JsonType::kBoolean},
+    {"desc_act", JsonType::kBoolean},     {"pack_dtype", JsonType::kString},
+    {"is_marlin_format", JsonType::kBoolean}, {"dynamic", JsonType::kObject},
+}};
+
+constexpr std::array<const char*, 2> kMethodKeys = {"method", "quant_method"};
+constexpr std::array<const char*, 3> kFormatKeys = {"format", "checkpoint_format", "version"};
+constexpr std::array<const char*, 3> kBitsKeys = {"bits", "w_bit", "wbits"};
+constexpr std::array<const char*, 2> kGroupKeys = {"group_size", "q_group_size"};
+
+// The value of key in obj, or null when the key is absent or JSON null.
+const json* Present(const json& obj, const char* key) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+// A number token without fraction or exponent that fits int64: nlohmann keeps
+// such tokens as integer / unsigned and everything else (fraction, exponent,
+// out of 64-bit range) as float.
+bool IsInteger(const json& v) {
+  if (v.is_number_unsigned()) {
+    return v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  }
+  return v.is_number_integer();
+}
+
+bool HasType(const json& v, JsonType type) {
+  switch (type) {
+    case JsonType::kString: return v.is_string();
+    case JsonType::kInteger: return IsInteger(v);
+    case JsonType::kBoolean: return v.is_boolean();
+    case JsonType::kObject: return v.is_object();
+  }
+  return false;
+}
+
+std::string AsciiLower(std::string s) {
+  for (char& c : s) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return s;
+}
+
+// One alias group's value as a comparable string or integer.
+struct GroupValue {
+  const char* key = nullptr;  // the key that gave it; null when absent
+  std::string text;           // string groups (version lowercased)
+  std::int64_t number = 0;    // integer groups
+};
+
+GroupValue StringValue(const json& obj, const char* key) {
+  GroupValue v;
+  v.key = key;
+  v.text = obj.find(key)->get<std::string>();
+  if (std::string_view(key) == "version") v.text = AsciiLower(std::move(v.text));
+  return v;
+}
+
+GroupValue IntegerValue(const json& obj, const char* key) {
+  GroupValue v;
+  v.key = key;
+  v.number = obj.find(key)->get<std::int64_t>();
+  return v;
+}
+
+// A config whose key types passed C1, resolved group by group.
+struct Resolved {
+  GroupValue method, format, bits, group_size;  // method/format defaulted to "gptq"
+  std::optional<bool> sym;                     // sym, else !zero_point
+  std::optional<bool> desc_act;
+};
+
+template <std::size_t N>
+GroupValue FirstPresent(const json& obj, const std::array<const char*, N>& keys, bool integer) {
+  for (const char* key : keys) {
+    if (Present(obj, key) != nullptr) return integer ? IntegerValue(obj, key) : StringValue(obj, key);
+  }
+  return GroupValue{};
+}
+
+Resolved Resolve(const json& obj) {
+  Resolved r;
+  r.method = FirstPresent(obj, kMethodKeys, false);
+  if (r.method.key == nullptr) r.method.text = "gptq";
+  r.format = FirstPresent(obj, kFormatKeys, false);
+  if (r.format.key == nullptr) r.format.text = "gptq";
+  r.bits = FirstPresent(obj, kBitsKeys, true);
+  r.group_size = FirstPresent(obj, kGroupKeys, true);
+  if (const json* s = Present(obj, "sym")) {
+    r.sym = s->get<bool>();
+  } else if (const json* z = Present(obj, "zero_point")) {
+    r.sym = !z->get<bool>();
+  }
+  if (const json* d = Present(obj, "desc_act")) r.desc_act = d->get<bool>();
+  return r;
+}
+
+struct Source {
+  std::string name;
+  json config;  // an object
+};
+
+// ---- layers ------------------------------------------------------------------
+
+enum Member : std::uint8_t { kQweight, kQzeros, kScales, kGidx, kMemberCount };
+constexpr std::array<const char*, kMemberCount> kMemberNames = {"qweight", "qzeros", "scales",
+                                                                "g_idx"};
+
+struct LayerPlan {
+  std::string prefix;
+  std::array<std::size_t, kMemberCount> member = {kGptqNoTensor, kGptqNoTensor, kGptqNoTensor,
+                                                  kGptqNoTensor};
+  std::size_t bias = kGptqNoTensor;
+  std::size_t weight = kGptqNoTensor;
+  std::vector<std::size_t> siblings;  // unknown P+x, container order
+  std::size_t anchor = kGptqNoTensor;
+};
+
+// name = prefix + suffix, split at the last '.' (the prefix keeps the dot).
+std::pair<std::string_view, std::string_view> SplitName(std::string_view name) {
+  const std::size_t dot = name.rfind('.');
+  if (dot == std::string_view::npos) return {std::string_view(), name};
+  return {name.substr(0, dot + 1), name.substr(dot + 1)};
+}
+
+int MemberOf(std::string_view suffix) {
+  for (int m = 0; m < kMemberCount; ++m) {
+    if (suffix == kMemberNames[m]) return m;
+  }
+  return -1;
+}
+
+// Layers in anchor order (container order is (begin, end, name) order).
+std::vector<LayerPlan> DiscoverLayers(const std::vector<TensorEntry>& tensors) {
+  std::unordered_map<std::string_view, std::size_t> index;  // prefix -> plans
+  std::vector<LayerPlan> plans;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const auto [prefix, suffix] = SplitName(tensors[i].name);
+    const int m = MemberOf(suffix);
+    if (m < 0) continue;
+    auto [it, inserted] = index.emplace(prefix, plans.size());
+    if (inserted) {
+      plans.emplace_back();
+      plans.back().prefix = std::string(prefix);
+    }
+    plans[it->second].member[m] = i;  // names are unique (ST-005)
+  }
+  if (plans.empty()) return plans;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const auto [prefix, suffix] = SplitName(tensors[i].name);
+    const auto it = index.find(prefix);
+    if (it == index.end() || MemberOf(suffix) >= 0) continue;
+    LayerPlan& plan = plans[it->second];
+    if (suffix == "bias") {
+      plan.bias = i;
+    } else if (suffix == "weight") {
+      plan.weight = i;
+    } else {
+      plan.siblings.push_back(i);
+    }
+  }
+  for (LayerPlan& plan : plans) {
+    for (std::size_t t : plan.member) {
+      if (t != kGptqNoTensor) {
+        plan.anchor = t;
+        break;
+      }
+    }
+  }
+  std::sort(plans.begin(), plans.end(),
+            [](const LayerPlan& a, const LayerPlan& b) { return a.anchor < b.anchor; });
+  return plans;
+}
+
+bool IsScaleDtype(Dtype d) { return d == Dtype::kF16 || d == Dtype::kBF16 || d == Dtype::kF32; }
+
+const char* FormatLabel(GptqFormat f) {
+  switch (f) {
+    case GptqFormat::kV1: return "gptq";
+    case GptqFormat::kV2: return "gptq_v2";
+    case GptqFormat::kPlanar: return "gptq_p";
+  }
+  return "gptq";
+}
+
+// ---- the checks --------------------------------------------------------------
+
+class Checker {
+ public:
+  Checker(GptqResult* result, const std::string& file) : r_(result), file_(file) {}
+
+  qd::Finding& Add(std::string rule, qd::Severity severity, std::string file, std::string tensor,
+                   std::string field, std::int64_t offset, std::string message) {
+    r_->findings.push_back(MakeFinding(std::move(rule), severity, std::move(file),
+                                       std::move(tensor), std::move(field), offset,
+                                       std::move(message)));
+    if (severity == qd::Severity::kError) r_->refused = true;
+    return r_->findings.back();
+  }
+  // Always false, so a check can `return ConfigError(...)`.
+  bool ConfigError(std::string rule, const std::string& source, std::string field,
+                   std::string message) {
+    Add(std::move(rule), qd::Severity::kError, source, "", std::move(field), kNoOffset,
+        std::move(message));
+    return false;
+  }
+  void ConfigWarning(std::string rule, const std::string& source, std::string field,
+                     std::string message) {
+    Add(std::move(rule), qd::Severity::kWarning, source, "", std::move(field), kNoOffset,
+        std::move(message));
+  }
+  bool TensorError(std::string rule, std::string tensor, std::string field, std::int64_t offset,
+                   std::string message) {
+    Add(std::move(rule), qd::Severity::kError, file_, std::move(tensor), std::move(field), offset,
+        std::move(message));
+    return false;
+  }
+
+  bool CheckConfigs(const std::vector<qd::SideFile>& configs);
+  bool CheckLayer(const LayerPlan& plan, GptqLayer* layer);
+
+ private:
+  const TensorEntry& T(std::size_t i) const { return r_->container.tensors[i]; }
+  std::int64_t DataOffset(std::size_t i, std::uint64_t j) const {
+    return static_cast<std::int64_t>(r_->container.data_start + T(i).begin + j);
+  }
+  const std::uint8_t* Data(std::size_t i) const { return r_->container.Data(T(i)); }
+
+  bool ParseSources(const std::vector<qd::SideFile>& configs, std::vector<Source>* sources);
+  bool CheckWinner(const Source& w, Resolved* resolved);
+  bool CheckOthers(const std::vector<Source>& sources, const Resolved& w);
+
+  bool CheckGidxValues(const LayerPlan& plan, std::uint64_t groups);
+  bool CheckScaleValues(const LayerPlan& plan, std::uint64_t n);
+  void WarnFloodedZero(const LayerPlan& plan, std::uint64_t groups, std::uint64_t n, int bits);
+
+  GptqResult* r_;
+  const std::string& file_;
+};
+
+// C1: every source parsed, nested sources unwrapped, key types checked.
+bool Checker::ParseSources(const std::vector<qd::SideFile>& configs,
+                           std::vector<Source>* sources) {
+  for (const qd::SideFile& side : configs) {
+    std::optional<json> doc = ParseStrictJson(side.bytes.data(), side.bytes.size());
+    if (!doc || !doc->is_object()) {
+      return ConfigError("CFG-001", side.name, "config",
+                         "the config is not strict JSON with an object on top");
+    }
+    const std::size_t slash = side.name.rfind('/');
+    const std::string_view base = slash == std::string::npos
+                                      ? std::string_view(side.name)
+                                      : std::string_view(side.name).substr(slash + 1);
+    json config;
+    if (base == "config.json") {
+      const json* q = Present(*doc, "quantization_config");
+      if (q == nullptr) continue;  // no quantization_config: no source at all
+      if (!q->is_object()) {
+        return ConfigError("CFG-001", side.name, "quantization_config",
+                           "quantization_config is not an object");
+      }
+      config = std::move((*doc)["quantization_config"]);
+    } else {
+      config = std::move(*doc);
+    }
+    for (const KeySpec& spec : kKeys) {
+      const json* v = Present(config, spec.key);
+      if (v != nullptr && !HasType(*v, spec.type)) {
+        static constexpr std::array<const char*, 4> kTypeNames = {"a string", "an integer",
+                                                                  "a boolean", "an object"};
+        return ConfigError("CFG-002", side.name, spec.key,
+                           std::string(spec.key) + " is not " +
+                               kTypeNames[static_cast<int>(spec.type)]);
+      }
+    }
+    sources->push_back(Source{side.name, std::move(config)});
+  }
+  return true;
+}
+
+// C3..C10 on the winner.
+bool Checker::CheckWinner(const Source& w, Resolved* resolved) {
+  const json& c = w.config;
+  // C3: marlin.
+  for (const char* key : {"method", "quant_method", "format", "checkpoint_format"}) {
+    const json* v = Present(c, key);
+    if (v != nullptr && v->get<std::string>() == "marlin") {
+      return ConfigError("GPTQ-005", w.name, key,
+                         std::string(key) + " is marlin: the marlin layout is not read");
+    }
+  }
+  if (const json* m = Present(c, "is_marlin_format")) {
+    if (m->get<bool>()) {
+      return ConfigError("GPTQ-005", w.name, "is_marlin_format",
+                         "is_marlin_format is true: the marlin layout is not read");
+    }
+    ConfigWarning("CFG-101", w.name, "is_marlin_format",
+                  "is_marlin_format is hard-deprecated; false is read as format gptq");
+  }
+  // C4: alias groups agree.
+  auto group_conflict = [&](const auto& keys, bool integer) -> const char* {
+    std::optional<GroupValue> first;
+    for (const char* key : keys) {
+      if (Present(c, key) == nullptr) continue;
+      GroupValue v = integer ? IntegerValue(c, key) : StringValue(c, key);
+      if (!first) {
+        first = std::move(v);
+      } else if (integer ? v.number != first->number : v.text != first->text) {
+        return key;
+      }
+    }
+    return nullptr;
+  };
+  const char* conflict = group_conflict(kMethodKeys, false);
+  if (conflict == nullptr) conflict = group_conflict(kFormatKeys, false);
+  if (conflict == nullptr) conflict = group_conflict(kBitsKeys, true);
+  if (conflict == nullptr) conflict = group_conflict(kGroupKeys, true);
+  if (conflict != nullptr) {
+    return ConfigError("CFG-004", w.name, conflict,
+                       std::string(conflict) + " disagrees with another key of its alias group");
+  }
+  const json* sym = Present(c, "sym");
+  const json* zero_point = Present(c, "zero_point");
+  if (sym != nullptr && zero_point != nullptr && sym->get<bool>() == zero_point->get<bool>()) {
+    ConfigWarning("CFG-102", w.name, "zero_point",
+                  "sym and zero_point are equal, so they say opposite things");
+  }
+  const Resolved r = Resolve(c);
+  // C5: method and format.
+  if (r.method.text != "gptq") {
+    return ConfigError("CFG-005", w.name, r.method.key != nullptr ? r.method.key : "method",
+                       "method \"" + r.method.text + "\" is not gptq");
+  }
+  std::optional<GptqFormat> format;
+  if (r.format.text == "gptq") format = GptqFormat::kV1;
+  if (r.format.text == "gptq_v2") format = GptqFormat::kV2;
+  if (r.format.text == "gptq_p") format = GptqFormat::kPlanar;
+  if (!format) {
+    return ConfigError("CFG-005", w.name, r.format.key != nullptr ? r.format.key : "format",
+                       "format \"" + r.format.text + "\" is not gptq, gptq_v2 or gptq_p");
+  }
+  // C6: bits and group_size present.
+  if (r.bits.key == nullptr) return ConfigError("CFG-006", w.name, "bits", "bits is missing");
+  if (r.group_size.key == nullptr) {
+    return ConfigError("CFG-006", w.name, "group_size", "group_size is missing");
+  }
+  // C7: group_size -1 or >= 1.
+  if (r.group_size.number != -1 && r.group_size.number < 1) {
+    return ConfigError("CFG-007", w.name, r.group_size.key,
+                       "group_size " + std::to_string(r.group_size.number) +
+                           " is neither -1 nor positive");
+  }
+  // C8: bits for the layout.
+  const std::int64_t b = r.bits.number;
+  const bool bits_ok = *format == GptqFormat::kPlanar ? b >= 2 && b <= 8
+                                                      : b == 2 || b == 3 || b == 4 || b == 8;
+  if (!bits_ok) {
+    return ConfigError("GPTQ-001", w.name, r.bits.key,
+                       "bits " + std::to_string(b) + " is not allowed for format " +
+                           FormatLabel(*format));
+  }
+  // C9, C10.
+  if (const json* p = Present(c, "pack_dtype"); p != nullptr && p->get<std::string>() != "int32") {
+    return ConfigError("CFG-008", w.name, "pack_dtype",
+                       "pack_dtype \"" + p->get<std::string>() + "\" is not int32");
+  }
+  if (const json* d = Present(c, "dynamic"); d != nullptr && !d->empty()) {
+    return ConfigError("CFG-009", w.name, "dynamic",
+                       "per-module dynamic overrides are not supported");
+  }
+  r_->config.format = *format;
+  r_->config.bits = static_cast<int>(b);
+  r_->config.group_size = r.group_size.number;
+  r_->config.source = w.name;
+  *resolved = r;
+  return true;
+}
+
+// C11: the other sources agree with the winner, then sym / desc_act warnings.
+bool Checker::CheckOthers(const std::vector<Source>& sources, const Resolved& w) {
+  const std::string& wname = sources.front().name;
+  for (std::size_t s = 1; s < sources.size(); ++s) {
+    const Resolved o = Resolve(sources[s].config);
+    const char* field = nullptr;
+    if (o.method.text != w.method.text) {
+      field = "method";
+    } else if (o.format.text != w.format.text) {
+      field = "format";
+    } else if (o.bits.key != nullptr && o.bits.number != w.bits.number) {
+      field = "bits";
+    } else if (o.group_size.key != nullptr && o.group_size.number != w.group_size.number) {
+      field = "group_size";
+    }
+    if (field != nullptr) {
+      return ConfigError("CFG-010", wname, field,
+                         std::string(field) + " differs between " + wname + " and " +
+                             sources[s].name);
+    }
+  }
+  for (std::size_t s = 1; s < sources.size(); ++s) {
+    const Resolved o = Resolve(sources[s].config);
+    if (w.sym && o.sym && *w.sym != *o.sym) {
+      ConfigWarning("CFG-102", wname, "sym", "sym differs between " + wname + " and " + sources[s].name);
+    }
+    if (w.desc_act && o.desc_act && *w.desc_act != *o.desc_act) {
+      ConfigWarning("CFG-102", wname, "desc_act",
+                    "desc_act differs between " + wname + " and " + sources[s].name);
+    }
+  }
+  return true;
+}
+
+bool Checker::CheckConfigs(const std::vector<qd::SideFile>& configs) {
+  std::vector<Source> sources;
+  if (!ParseSources(configs, &sources)) return false;  // C1
+  if (sources.empty()) {                                // C2
+    Add("CFG-003", qd::Severity::kError, file_, "", "config", kNoOffset,
+        "no quantize config source was found or given");
+    return false;
+  }
+  Resolved w;
+  if (!CheckWinner(sources.front(), &w)) return false;  // C3..C10
+  return CheckOthers(sources, w);                        // C11
+}
+
+// L8, values: the first g_idx outside 0..G-1.
+bool Checker::CheckGidxValues(const LayerPlan& plan, std::uint64_t groups) {
+  const std::size_t t = plan.member[kGidx];
+  const std::uint8_t* p = Data(t);
+  const std::uint64_t count = T(t).element_count;
+  const std::int64_t g_max = groups > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+                                 ? std::numeric_limits<std::int64_t>::max()
+                                 : static_cast<std::int64_t>(groups);
+  for (std::uint64_t k = 0; k < count; ++k) {
+    const std::int64_t g = static_cast<std::int32_t>(LoadU32(p + 4 * k));
+    if (g < 0 || g >= g_max) {
+      qd::Finding& f = Add("GPTQ-004", qd::Severity::kError, file_, T(t).name, "g_idx",
+                           DataOffset(t, 4 * k),
+                           "g_idx[" + std::to_string(k) + "] = " + std::to_string(g) +
+                               " selects no group of " + std::to_string(groups));
+      f.element = static_cast<std::int64_t>(k);
+      return false;
+    }
+  }
+  return true;
+}
+
+// L9: the first scale that is an infinity or a NaN.
+bool Checker::CheckScaleValues(const LayerPlan& plan, std::uint64_t n) {
+  const std::size_t t = plan.member[kScales];
+  const std::uint8_t* p = Data(t);
+  const std::uint64_t count = T(t).element_count;
+  std::uint64_t bad = count;
+  switch (T(t).dtype) {
+    case Dtype::kF32:
+      for (std::uint64_t i = 0; i < count; ++i) {
+        if ((LoadU32(p + 4 * i) & 0x7f800000u) == 0x7f800000u) {
+          bad = i;
+          break;
+        }
+      }
+      break;
+    case Dtype::kF16:
+      for (std::uint64_t i = 0; i < count; ++i) {
+        if ((LoadU16(p + 2 * i) & 0x7c00u) == 0x7c00u) {
+          bad = i;
+          break;
+        }
+      }
+      break;
+    default:  // BF16 (L4 passed)
+      for (std::uint64_t i = 0; i < count; ++i) {
+        if ((LoadU16(p + 2 * i) & 0x7f80u) == 0x7f80u) {
+          bad = i;
+          break;
+        }
+      }
+      break;
+  }
+  if (bad == count) return true;
+  const std::uint64_t size = InfoOf(T(t).dtype).bits / 8;
+  qd::Finding& f = Add("GPTQ-106", qd::Severity::kError, file_, T(t).name, "scales",
+                       DataOffset(t, bad * size),
+                       "scale (" + std::to_string(bad / n) + ", " + std::to_string(bad % n) +
+                           ") is an infinity or a NaN");
+  f.row = static_cast<std::int64_t>(bad / n);
+  f.element = static_cast<std::int64_t>(bad % n);
+  return false;
+}
+
+// L10 (format gptq): the first zero field equal to mask(b), continuous layout.
+void Checker::WarnFloodedZero(const LayerPlan& plan, std::uint64_t groups, std::uint64_t n,
+                              int bits) {
+  const std::size_t t = plan.member[kQzeros];
+  const std::uint8_t* p = Data(t);
+  const std::uint64_t words = n / 32 * static_cast<std::uint64_t>(bits);  // per row
+  const std::uint32_t mask = (1u << bits) - 1u;
+  for (std::uint64_t g = 0; g < groups; ++g) {
+    const std::uint8_t* row = p + 4 * g * words;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::uint64_t s = i * static_cast<std::uint64_t>(bits);
+      const std::uint64_t w = s / 32;
+      const unsigned o = static_cast<unsigned>(s % 32);
+      std::uint32_t field = LoadU32(row + 4 * w) >> o;
+      if (o + static_cast<unsigned>(bits) > 32) field |= LoadU32(row + 4 * (w + 1)) << (32 - o);
+      if ((field & mask) != mask) continue;
+      qd::Finding& f = Add("GPTQ-107", qd::Severity::kWarning, file_, T(t).name, "qzeros",
+                           DataOffset(t, 4 * (g * words + w)),
+                           "v1 zero field (" + std::to_string(g) + ", " + std::to_string(i) +
+                               ") is 2^bits-1: zero point 2^bits (an underflowed zero 0)");
+      f.row = static_cast<std::int64_t>(g);
+      f.element = static_cast<std::int64_t>(i);
+      return;
+    }
+  }
+}
+
+std::string ToString(U128 v) {
+  if (v == 0) return "0";
+  std::string s;
+  for (; v != 0; v /= 10) s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
+  return s;
+}
+
+std::int64_t Saturated(U128 v) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  return v > static_cast<U128>(kMax) ? kMax : static_cast<std::int64_t>(v);
+}
+
+// L1..L10 for one layer.
+bool Checker::CheckLayer(const LayerPlan& plan, GptqLayer* layer) {
+  const std::string& anchor = T(plan.anchor).name;
+  // L1 GPTQ-101.
+  for (int m = 0; m < kMemberCount; ++m) {
+    if (plan.member[m] == kGptqNoTensor) {
+      return TensorError("GPTQ-101", anchor, kMemberNames[m],
+                         kHeaderOffset, "layer " + plan.prefix + " has no " + kMemberNames[m]);
+    }
+  }
+  // L2 GPTQ-102.
+  if (plan.weight != kGptqNoTensor) {
+    return TensorError("GPTQ-102", T(plan.weight).name, "weight", kHeaderOffset,
+                       "a dense weight lies beside the quantized layer " + plan.prefix);
+  }
+  // L3 GPTQ-103.
+  for (std::size_t s : plan.siblings) {
+    Add("GPTQ-103", qd::Severity::kWarning, file_, T(s).name,
+        std::string(SplitName(T(s).name).second), kHeaderOffset,
+        "unknown tensor beside layer " + plan.prefix + "; read as an ordinary tensor");
+  }
+  // L4 GPTQ-104.
+  struct Want {
+    std::size_t tensor;
+    bool is_float;
+    std::size_t rank;
+  };
+  const std::array<Want, 5> wants = {{{plan.member[kQweight], false, 2},
+                                      {plan.member[kQzeros], false, 2},
+                                      {plan.member[kScales], true, 2},
+                                      {plan.member[kGidx], false, 1},
+                                      {plan.bias, true, 1}}};
+  for (const Want& want : wants) {
+    if (want.tensor == kGptqNoTensor) continue;
+    const TensorEntry& e = T(want.tensor);
+    if (want.is_float ? !IsScaleDtype(e.dtype) : e.dtype != Dtype::kI32) {
+      return TensorError("GPTQ-104", e.name, "dtype", kHeaderOffset,
+                         std::string(e.name) + " has dtype " + std::string(InfoOf(e.dtype).name) +
+                             (want.is_float ? ", not F16, BF16 or F32" : ", not I32"));
+    }
+    if (e.shape.size() != want.rank) {
+      return TensorError("GPTQ-104", e.name, "shape", kHeaderOffset,
+                         e.name + " has rank " + std::to_string(e.shape.size()) + ", not " +
+                             std::to_string(want.rank));
+    }
+  }
+  const TensorEntry& qweight = T(plan.member[kQweight]);
+  const TensorEntry& qzeros = T(plan.member[kQzeros]);
+  const TensorEntry& scales = T(plan.member[kScales]);
+  const TensorEntry& g_idx = T(plan.member[kGidx]);
+  const U128 b = static_cast<U128>(r_->config.bits);
+  const std::int64_t gs = r_->config.group_size;
+  auto n_groups = [&](U128 k) -> U128 {
+    if (gs == -1) return 1;
+    const U128 g = static_cast<U128>(gs);
+    return k / g + (k % g != 0 ? 1 : 0);
+  };
+  // Geometry (section 2).
+  const U128 n = qweight.shape[1];
+  const U128 rows = qweight.shape[0];
+  const bool kq_defined = (rows * 32) % b == 0;
+  const U128 kq = rows * 32 / b;
+  const U128 k = kq_defined && n_groups(kq) == scales.shape[0] ? kq : static_cast<U128>(g_idx.shape[0]);
+  const U128 groups = n_groups(k);
+  // L5 GPTQ-002.
+  if (k % 32 != 0 || rows != k / 32 * b) {
+    return TensorError("GPTQ-002", qweight.name, "shape", kHeaderOffset,
+                       "qweight rows " + std::to_string(qweight.shape[0]) +
+                           " do not fit in_features " + ToString(k) +
+                           " at " + std::to_string(r_->config.bits) + " bits (in_features must be a multiple of 32)");
+  }
+  // L6 GPTQ-003.
+  if (n % 32 != 0 || qzeros.shape[0] != groups || qzeros.shape[1] != n / 32 * b) {
+    return TensorError("GPTQ-003", qzeros.name, "shape", kHeaderOffset,
+                       "qzeros is not [groups, out_features / 32 * bits] (out_features " +
+                           std::to_string(qweight.shape[1]) + " must be a multiple of 32)");
+  }
+  // L7 GPTQ-105.
+  if (scales.shape[0] != groups || scales.shape[1] != n) {
+    return TensorError("GPTQ-105", scales.name, "shape", kHeaderOffset,
+                       "scales is not [groups, out_features]");
+  }
+  if (plan.bias != kGptqNoTensor && T(plan.bias).shape[0] != n) {
+    return TensorError("GPTQ-105", T(plan.bias).name, "shape", kHeaderOffset,
+                       "bias is not [out_features]");
+  }
+  // L8 GPTQ-004.
+  if (g_idx.shape[0] != k) {
+    return TensorError("GPTQ-004", g_idx.name, "shape", kHeaderOffset,
+                       "g_idx has " + std::to_string(g_idx.shape[0]) + " entries for in_features " + ToString(k));
+  }
+  // From here k = g_idx.shape[0] (a u64), groups <= max(k, 1), n = qweight.shape[1].
+  const std::uint64_t k64 = static_cast<std::uint64_t>(k);
+  const std::uint64_t groups64 = static_cast<std::uint64_t>(groups);
+  const std::uint64_t n64 = qweight.shape[1];
+  if (!CheckGidxValues(plan, groups64)) return false;
+  // L9 GPTQ-106.
+  if (!CheckScaleValues(plan, n64)) return false;
+  // L10 GPTQ-107.
+  if (r_->config.format == GptqFormat::kV1) WarnFloodedZero(plan, groups64, n64, r_->config.bits);
+
+  layer->prefix = plan.prefix;
+  layer->qweight = plan.member[kQweight];
+  layer->qzeros = plan.member[kQzeros];
+  layer->scales = plan.member[kScales];
+  layer->g_idx = plan.member[kGidx];
+  layer->bias = plan.bias;
+  layer->in_features = static_cast<std::int64_t>(k64);
+  layer->out_features = Saturated(n64);  // > int64 only when K = 0 (no data)
+  layer->groups = static_cast<std::int64_t>(groups64);
+  return true;
+}
+
+}  // namespace
+
+GptqResult ReadGptq(qd::ByteView file, const std::string& file_name,
+                    const std::vector<qd::SideFile>& configs) {
+  ContainerResult container = ReadContainer(file, file_name);
+  GptqResult result;
+  result.findings = std::move(container.findings);
+  result.refused = container.refused;
+  result.container = std::move(container.container);
+  if (result.refused) return result;
+
+  const std::vector<LayerPlan> plans = DiscoverLayers(result.container.tensors);
+  result.is_gptq = !plans.empty();
+
+  Checker checker(&result, file_name);
+  if (!checker.CheckConfigs(configs)) return result;
+  for (const LayerPlan& plan : plans) {
+    GptqLayer layer;
+    if (!checker.CheckLayer(plan, &layer)) {
+      result.layers.clear();
+      return result;
+    }
+    result.layers.push_back(std::move(layer));
+  }
+  return result;
+}
+
+bool ClaimsGptq(qd::ByteView file) {
+  const ContainerResult r = ReadContainer(file, "");
+  if (r.refused) return false;
+  for (const TensorEntry& t : r.container.tensors) {
+    if (MemberOf(SplitName(t.name).second) >= 0) return true;
+  }
+  return false;
+}
+
+GptqLayerView ViewOf(const GptqResult& result, const GptqLayer& layer) {
+  const Container& c = result.container;
+  GptqLayerView v;
+  v.format = result.config.format;
+  v.bits = result.config.bits;
+  v.in_features = layer.in_features;
+  v.out_features = layer.out_features;
+  v.groups = layer.groups;
+  v.qweight = c.Data(c.tensors[layer.qweight]);
+  v.qzeros = c.Data(c.tensors[layer.qzeros]);
+  v.scales = c.Data(c.tensors[layer.scales]);
+  v.scales_dtype = c.tensors[layer.scales].dtype;
+  v.g_idx = c.Data(c.tensors[layer.g_idx]);
+  return v;
+}
+
+qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
+                           const std::vector<qd::SideFile>& configs, DecodeSink& sink,
+                           Kernel kernel) {
+  GptqResult r = ReadGptq(file, file_name, configs);
+  qd::Outcome outcome;
+  outcome.refused = r.refused;
+  outcome.findings = std::move(r.findings);
+  if (r.refused) return outcome;
+  const Container& c = r.container;
+  // Section 7: container order; a layer's weight stands where its qweight is,
+  // its scales are consumed, every other floating tensor (bias included) is
+  // widened, integer tensors outside layers are left out.
+  constexpr std::size_t kPlain = kGptqNoTensor;
+  std::vector<std::size_t> layer_at(c.tensors.size(), kPlain);  // qweight -> layer
+  std::vector<bool> consumed(c.tensors.size(), false);
+  for (std::size_t l = 0; l < r.layers.size(); ++l) {
+    layer_at[r.layers[l].qweight] = l;
+    consumed[r.layers[l].scales] = true;
+  }
+  struct Item {
+    std::size_t tensor;
+    std::size_t layer;  // kPlain for a floating tensor
+  };
+  std::vector<Item> items;
+  std::vector<TensorInfo> plan;
+  for (std::size_t i = 0; i < c.tensors.size(); ++i) {
+    const TensorEntry& e = c.tensors[i];
+    if (layer_at[i] != kPlain) {
+      const GptqLayer& layer = r.layers[layer_at[i]];
+      items.push_back({i, layer_at[i]});
+      plan.push_back({layer.prefix + "weight",
+                      {e.shape[1], static_cast<std::uint64_t>(layer.in_features)}});
+    } else if (!consumed[i] && IsFloatDtype(e.dtype)) {
+      items.push_back({i, kPlain});
+      plan.push_back({e.name, e.shape});
+    }
+  }
+  if (!sink.Plan(plan)) return outcome;
+  for (std::size_t j = 0; j < items.size(); ++j) {
+    qd::DecodedTensor t;
+    t.name = plan[j].name;
+    t.shape = plan[j].shape;
+    const TensorEntry& e = c.tensors[items[j].tensor];
+    if (items[j].layer != kPlain) {
+      const GptqLayer& layer = r.layers[items[j].layer];
+      const std::uint64_t count = t.shape[1] == 0 ? 0 : t.shape[0] * t.shape[1];
+      t.values.resize(count);
+      if (count != 0) GptqDequantize(ViewOf(r, layer), t.values.data(), kernel);
+    } else {
+      t.values.resize(e.element_count);
+      DecodeFloatTensor(c, e, t.values.data());
+    }
+    if (!sink.Take(std::move(t))) break;
+  }
+  return outcome;
+}
+
+qd::Outcome DecodeGptqFile(qd::ByteView file, const std::string& file_name,
+                           const std::vector<qd::SideFile>& configs, Kernel kernel) {
+  std::vector<qd::DecodedTensor> tensors;
+  CollectingSink sink(&tensors);
+  qd::Outcome outcome = StreamGptqFile(file, file_name, configs, sink, kernel);
+  outcome.tensors = std::move(tensors);
+  return outcome;
+}
+
+const char* GptqFormatName(GptqFormat format) { return FormatLabel(format); }
+
+}  // namespace qd::codec

@@ -1,0 +1,1390 @@
+// gptq_codec_test: the GPTQ reader on hand-built files and configs: every
+// rule of docs/gptq.md section 3 with its finding fields (byte offsets worked
+// out by hand from the layout each test writes), the config keys, aliases and
+// source priority, layer discovery and geometry, the decoded output and its
+// streaming order, and a few hand-computed dequantized values per layout.
+// Expected values come from the contract, not from running the code.
+// tests/peer/gptq_peer_test.cc checks the same code against upstream output.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codecs/gptq.h"
+#include "codecs/kernels.h"
+#include "codecs/safetensors.h"
+
+namespace {
+
+using qd::codec::GptqFormat;
+using qd::codec::GptqResult;
+
+const std::string kFile = "m.safetensors";
+
+// ---- bytes ------------------------------------------------------------------
+
+std::vector<std::uint8_t> Words(const std::vector<std::uint32_t>& w) {
+  std::vector<std::uint8_t> b;
+  for (std::uint32_t v : w) {
+    for (int i = 0; i < 4; ++i) b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  return b;
+}
+std::vector<std::uint8_t> Halves(const std::vector<std::uint16_t>& h) {
+  std::vector<std::uint8_t> b;
+  for (std::uint16_t v : h) {
+    b.push_back(static_cast<std::uint8_t>(v));
+    b.push_back(static_cast<std::uint8_t>(v >> 8));
+  }
+  return b;
+}
+std::vector<std::uint8_t> Text(const std::string& s) { return {s.begin(), s.end()}; }
+
+// ---- files ------------------------------------------------------------------
+
+// Tensors written in the order added: data begins are the running byte sums.
+struct FileSpec {
+  std::vector<qd::codec::TensorWithBytes> tensors;
+
+  void Add(const std::string& name, const std::string& dtype, std::vector<std::uint64_t> shape,
+           std::vector<std::uint8_t> bytes) {
+    tensors.push_back({{name, dtype, std::move(shape), 0}, std::move(bytes)});
+  }
+  qd::codec::TensorWithBytes* Find(const std::string& name) {
+    for (auto& t : tensors) {
+      if (t.spec.name == name) return &t;
+    }
+    return nullptr;
+  }
+  void Erase(const std::string& name) {
+    for (auto it = tensors.begin(); it != tensors.end(); ++it) {
+      if (it->spec.name == name) {
+        tensors.erase(it);
+        return;
+      }
+    }
+  }
+  std::vector<std::uint8_t> Bytes() const { return qd::codec::SerializeSafetensors(tensors, nullptr); }
+};
+
+// The data section starts at 8 + the u64 little-endian header length.
+std::int64_t DataStart(const std::vector<std::uint8_t>& file) {
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | file[i];
+  return static_cast<std::int64_t>(8 + n);
+}
+
+// A layer with zero codes: qweight, qzeros, scales, g_idx (then bias), in that
+// order. Defaults: 4 bits, K 64, N 32, group 32 -> G 2; qweight [8, 32] at
+// 0..1024, qzeros [2, 4] at 1024..1056 (every v1 field 7), scales F16 [2, 32]
+// at 1056..1184 (1.0), g_idx [64] at 1184..1440 (k / 32).
+struct Layer {
+  std::string prefix = "layer.";
+  int bits = 4;
+  std::uint64_t k = 64, n = 32, groups = 2;
+  std::int64_t group_size = 32;
+  std::uint32_t zero_word = 0x77777777u;
+  std::string scales_dtype = "F16";
+  bool bias = false;
+};
+
+void AddLayer(FileSpec* f, const Layer& l) {
+  const std::uint64_t rows = l.k / 32 * l.bits;
+  const std::uint64_t zcols = l.n / 32 * l.bits;
+  f->Add(l.prefix + "qweight", "I32", {rows, l.n}, Words(std::vector<std::uint32_t>(rows * l.n, 0)));
+  std::uint32_t zw = l.zero_word;
+  if (l.bits != 4) zw = 0;
+  f->Add(l.prefix + "qzeros", "I32", {l.groups, zcols},
+         Words(std::vector<std::uint32_t>(l.groups * zcols, zw)));
+  if (l.scales_dtype == "F32") {
+    f->Add(l.prefix + "scales", "F32", {l.groups, l.n},
+           Words(std::vector<std::uint32_t>(l.groups * l.n, 0x3f800000u)));
+  } else {
+    const std::uint16_t one = l.scales_dtype == "BF16" ? 0x3f80 : 0x3c00;
+    f->Add(l.prefix + "scales", l.scales_dtype, {l.groups, l.n},
+           Halves(std::vector<std::uint16_t>(l.groups * l.n, one)));
+  }
+  std::vector<std::uint32_t> g(l.k);
+  for (std::uint64_t i = 0; i < l.k; ++i) {
+    g[i] = l.group_size == -1 ? 0 : static_cast<std::uint32_t>(i / l.group_size);
+  }
+  f->Add(l.prefix + "g_idx", "I32", {l.k}, Words(g));
+  if (l.bias) f->Add(l.prefix + "bias", "F16", {l.n}, Halves(std::vector<std::uint16_t>(l.n, 0x3c00)));
+}
+
+FileSpec DefaultFile() {
+  FileSpec f;
+  AddLayer(&f, Layer{});
+  return f;
+}
+
+FileSpec DenseFile() {
+  FileSpec f;
+  f.Add("w", "F32", {2}, Words({0x3f800000u, 0x40000000u}));
+  return f;
+}
+
+qd::SideFile Cfg(const std::string& text, const std::string& name = "q.json") {
+  return qd::SideFile{name, Text(text)};
+}
+const std::string kCfg4 = R"({"bits": 4, "group_size": 32})";
+
+GptqResult Read(const std::vector<std::uint8_t>& file, const std::vector<qd::SideFile>& configs) {
+  return qd::codec::ReadGptq({file.data(), file.size()}, kFile, configs);
+}
+GptqResult Read(const FileSpec& f, const std::vector<qd::SideFile>& configs) {
+  return Read(f.Bytes(), configs);
+}
+
+// The finding every refusal ends with, field by field.
+struct Want {
+  std::string rule;
+  std::string file;
+  std::string tensor;
+  std::string field;
+  std::int64_t offset = -1;
+  std::int64_t row = -1;
+  std::int64_t element = -1;
+  qd::Severity severity = qd::Severity::kError;
+};
+
+void ExpectFinding(const qd::Finding& f, const Want& w) {
+  EXPECT_EQ(f.rule, w.rule) << f.message;
+  EXPECT_EQ(f.severity, w.severity) << f.rule;
+  EXPECT_EQ(f.file, w.file) << f.rule;
+  EXPECT_EQ(f.tensor, w.tensor) << f.rule;
+  EXPECT_EQ(f.field, w.field) << f.rule;
+  EXPECT_EQ(f.byte_offset, w.offset) << f.rule;
+  EXPECT_EQ(f.row, w.row) << f.rule;
+  EXPECT_EQ(f.block, -1) << f.rule;
+  EXPECT_EQ(f.element, w.element) << f.rule;
+}
+
+void ExpectRefused(const GptqResult& r, const Want& w) {
+  ASSERT_TRUE(r.refused);
+  ASSERT_FALSE(r.findings.empty());
+  ExpectFinding(r.findings.back(), w);
+  int errors = 0;
+  for (const qd::Finding& f : r.findings) errors += f.severity == qd::Severity::kError;
+  EXPECT_EQ(errors, 1);
+  EXPECT_TRUE(r.layers.empty());
+}
+
+Want ConfigWant(const std::string& rule, const std::string& field, const std::string& file = "q.json") {
+  return Want{rule, file, "", field, -1};
+}
+Want HeaderWant(const std::string& rule, const std::string& tensor, const std::string& field) {
+  return Want{rule, kFile, tensor, field, 8};
+}
+
+void ExpectAccepted(const GptqResult& r, std::vector<std::string> warnings = {}) {
+  EXPECT_FALSE(r.refused) << (r.findings.empty() ? "" : r.findings.back().rule + ": " + r.findings.back().message);
+  std::vector<std::string> got;
+  for (const qd::Finding& f : r.findings) got.push_back(f.rule);
+  EXPECT_EQ(got, warnings);
+}
+
+// ---- config: C1 CFG-001 / CFG-002 ------------------------------------------------
+
+TEST(GptqConfig, ValidConfigIsRead) {
+  const GptqResult r = Read(DefaultFile(), {Cfg(kCfg4)});
+  ExpectAccepted(r);
+  EXPECT_TRUE(r.is_gptq);
+  EXPECT_EQ(r.config.format, GptqFormat::kV1);
+  EXPECT_EQ(r.config.bits, 4);
+  EXPECT_EQ(r.config.group_size, 32);
+  EXPECT_EQ(r.config.source, "q.json");
+  ASSERT_EQ(r.layers.size(), 1u);
+  EXPECT_EQ(r.layers[0].prefix, "layer.");
+  EXPECT_EQ(r.layers[0].in_features, 64);
+  EXPECT_EQ(r.layers[0].out_features, 32);
+  EXPECT_EQ(r.layers[0].groups, 2);
+  EXPECT_EQ(r.layers[0].bias, qd::codec::kGptqNoTensor);
+}
+
+TEST(GptqConfig, NotStrictJsonIsCfg001) {
+  const std::vector<std::string> bad = {
+      "{bits: 4}", "\xef\xbb\xbf{\"bits\": 4, \"group_size\": 32}",
+      R"({"bits": 4, "bits": 4, "group_size": 32})", "[1]", "4", "",
+      R"({"bits": 4, "group_size": 32} x)", R"({"bits": 4, "group_size": 32, "x": 1e400})",
+      kCfg4 + std::string(1, '\0'),
+      R"({"bits": 4, "group_size": 32, "a": {"dup": 1, "dup": 2}})"};
+  for (const std::string& text : bad) {
+    SCOPED_TRACE(text);
+    ExpectRefused(Read(DenseFile(), {Cfg(text)}), ConfigWant("CFG-001", "config"));
+  }
+  // Whitespace around the value is JSON.
+  ExpectAccepted(Read(DenseFile(), {Cfg(" \t\n{\"bits\": 4, \"group_size\": 32}\r\n ")}));
+}
+
+TEST(GptqConfig, EverySourceIsParsedAlsoThoseThatDoNotWin) {
+  ExpectRefused(Read(DenseFile(), {Cfg(kCfg4, "a.json"), Cfg("{", "b.json")}),
+                ConfigWant("CFG-001", "config", "b.json"));
+  ExpectRefused(Read(DenseFile(), {Cfg(kCfg4, "a.json"), Cfg(R"({"bits": "4"})", "b.json")}),
+                ConfigWant("CFG-002", "bits", "b.json"));
+  // Source by source: the first source's type error before the second's syntax.
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"bits": 4.0})", "a.json"), Cfg("{", "b.json")}),
+                ConfigWant("CFG-002", "bits", "a.json"));
+}
+
+TEST(GptqConfig, NestedSourceReadsQuantizationConfig) {
+  const std::string nested = R"({"model_type": "llama", "bits": 99,
+                                 "quantization_config": {"bits": 4, "group_size": 32}})";
+  for (const std::string name : {"config.json", "dir/config.json", "/a/b/config.json"}) {
+    SCOPED_TRACE(name);
+    const GptqResult r = Read(DefaultFile(), {Cfg(nested, name)});
+    ExpectAccepted(r);
+    EXPECT_EQ(r.config.source, name);
+  }
+  // Another file name is plain: its top level is the config (no bits there).
+  ExpectRefused(Read(DefaultFile(), {Cfg(R"({"quantization_config": {"bits": 4, "group_size": 32}})",
+                                         "dir/quantize_config.json")}),
+                ConfigWant("CFG-006", "bits", "dir/quantize_config.json"));
+  ExpectRefused(Read(DefaultFile(), {Cfg(R"({"quantization_config": {"bits": 4, "group_size": 32}})",
+                                         "dir/config.json.bak")}),
+                ConfigWant("CFG-006", "bits", "dir/config.json.bak"));
+  // quantization_config not an object.
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"quantization_config": "gptq"})", "d/config.json")}),
+                ConfigWant("CFG-001", "quantization_config", "d/config.json"));
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"quantization_config": [1]})", "d/config.json")}),
+                ConfigWant("CFG-001", "quantization_config", "d/config.json"));
+  // The nested document is strict JSON too.
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"a": 1, "a": 2, "quantization_config": {}})", "config.json")}),
+                ConfigWant("CFG-001", "config", "config.json"));
+  // Types are checked inside quantization_config, not at the top.
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"quantization_config": {"bits": "4", "group_size": 32}})",
+                                       "config.json")}),
+                ConfigWant("CFG-002", "bits", "config.json"));
+}
+
+TEST(GptqConfig, WrongKeyTypeIsCfg002) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"bits": 4.0, "group_size": 32})", "bits"},
+      {R"({"bits": "4", "group_size": 32})", "bits"},
+      {R"({"bits": 4e0, "group_size": 32})", "bits"},
+      {R"({"bits": 1e2, "group_size": 32})", "bits"},
+      {R"({"bits": 4E+0, "group_size": 32})", "bits"},
+      {R"({"bits": true, "group_size": 32})", "bits"},
+      {R"({"bits": [4], "group_size": 32})", "bits"},
+      {R"({"w_bit": 4.5, "group_size": 32})", "w_bit"},
+      {R"({"wbits": {}, "group_size": 32})", "wbits"},
+      {R"({"bits": 4, "group_size": 9223372036854775808})", "group_size"},
+      {R"({"bits": 4, "group_size": 18446744073709551616})", "group_size"},
+      {R"({"bits": 4, "group_size": -9223372036854775809})", "group_size"},
+      {R"({"bits": 4, "q_group_size": "32"})", "q_group_size"},
+      {R"({"method": 1, "bits": 4, "group_size": 32})", "method"},
+      {R"({"quant_method": false, "bits": 4, "group_size": 32})", "quant_method"},
+      {R"({"format": 2, "bits": 4, "group_size": 32})", "format"},
+      {R"({"checkpoint_format": ["gptq"], "bits": 4, "group_size": 32})", "checkpoint_format"},
+      {R"({"version": 2, "bits": 4, "group_size": 32})", "version"},
+      {R"({"sym": "true", "bits": 4, "group_size": 32})", "sym"},
+      {R"({"zero_point": 1, "bits": 4, "group_size": 32})", "zero_point"},
+      {R"({"desc_act": "no", "bits": 4, "group_size": 32})", "desc_act"},
+      {R"({"pack_dtype": 32, "bits": 4, "group_size": 32})", "pack_dtype"},
+      {R"({"is_marlin_format": 0, "bits": 4, "group_size": 32})", "is_marlin_format"},
+      {R"({"dynamic": [], "bits": 4, "group_size": 32})", "dynamic"},
+      {R"({"dynamic": "x", "bits": 4, "group_size": 32})", "dynamic"},
+      // Table row order, not JSON order; aliases in listed order.
+      {R"({"dynamic": 1, "sym": 1, "bits": "x", "group_size": 32})", "bits"},
+      {R"({"wbits": 1.5, "w_bit": "4", "group_size": 32})", "w_bit"},
+      {R"({"desc_act": 1, "zero_point": 1, "sym": 1, "bits": 4, "group_size": 32})", "sym"},
+  };
+  for (const auto& [text, field] : cases) {
+    SCOPED_TRACE(text);
+    ExpectRefused(Read(DenseFile(), {Cfg(text)}), ConfigWant("CFG-002", field));
+  }
+}
+
+TEST(GptqConfig, IntegersNullsAndUnknownKeys) {
+  // -0 is an integer token (value 0): group_size 0 is CFG-007, not CFG-002.
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"bits": 4, "group_size": -0})")}),
+                ConfigWant("CFG-007", "group_size"));
+  // The int64 extremes are integers.
+  ExpectAccepted(Read(DenseFile(), {Cfg(R"({"bits": 4, "group_size": 9223372036854775807})")}));
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"bits": -9223372036854775808, "group_size": 32})")}),
+                ConfigWant("GPTQ-001", "bits"));
+  // null is absent for every key.
+  const GptqResult r = Read(DenseFile(), {Cfg(R"({"bits": null, "w_bit": 4, "group_size": null,
+      "q_group_size": 32, "method": null, "format": null, "sym": null, "zero_point": null,
+      "desc_act": null, "pack_dtype": null, "is_marlin_format": null, "dynamic": null})")});
+  ExpectAccepted(r);
+  EXPECT_EQ(r.config.bits, 4);
+  EXPECT_EQ(r.config.group_size, 32);
+  // Unknown keys are ignored whatever their type.
+  ExpectAccepted(Read(DenseFile(), {Cfg(R"({"bits": 4, "group_size": 32, "damp_percent": "x",
+      "static_groups": 3, "meta": {"a": [1, 2]}, "Bits": "x"})")}));
+}
+
+// ---- config: C2 CFG-003 ------------------------------------------------------
+
+TEST(GptqConfig, NoSourceIsCfg003) {
+  const Want want{"CFG-003", kFile, "", "config", -1};
+  ExpectRefused(Read(DefaultFile(), {}), want);
+  ExpectRefused(Read(DefaultFile(), {Cfg(R"({"model_type": "llama"})", "d/config.json")}), want);
+  ExpectRefused(Read(DefaultFile(), {Cfg(R"({"quantization_config": null})", "d/config.json")}), want);
+  // A config.json that is no source does not count as the winner.
+  const GptqResult r = Read(DefaultFile(), {Cfg(R"({"quantization_config": null})", "config.json"),
+                                            Cfg(kCfg4, "quant_config.json")});
+  ExpectAccepted(r);
+  EXPECT_EQ(r.config.source, "quant_config.json");
+  // Config steps run on a file without layers too.
+  ExpectRefused(Read(DenseFile(), {}), want);
+}
+
+// ---- config: C3 GPTQ-005, CFG-101 -----------------------------------------------
+
+TEST(GptqConfig, MarlinIsGptq005) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"quant_method": "marlin", "bits": 4, "group_size": 32})", "quant_method"},
+      {R"({"method": "marlin", "format": "marlin", "bits": 4, "group_size": 32})", "method"},
+      {R"({"checkpoint_format": "marlin", "quant_method": "gptq", "bits": 4, "group_size": 32})",
+       "checkpoint_format"},
+      {R"({"format": "marlin", "checkpoint_format": "marlin", "bits": 4, "group_size": 32})", "format"},
+      {R"({"is_marlin_format": true, "bits": 4, "group_size": 32})", "is_marlin_format"},
+      {R"({"is_marlin_format": true, "format": "marlin", "bits": 4, "group_size": 32})", "format"},
+      // Before alias conflicts (C4) and the rest of the config.
+      {R"({"method": "gptq", "quant_method": "marlin", "bits": 4, "group_size": 32})", "quant_method"},
+      {R"({"format": "marlin"})", "format"},
+  };
+  for (const auto& [text, field] : cases) {
+    SCOPED_TRACE(text);
+    ExpectRefused(Read(DefaultFile(), {Cfg(text)}), ConfigWant("GPTQ-005", field));
+  }
+  // version is not a marlin key: "marlin" there is an unknown format (C5).
+  ExpectRefused(Read(DefaultFile(), {Cfg(R"({"version": "Marlin", "bits": 4, "group_size": 32})")}),
+                ConfigWant("CFG-005", "version"));
+  // "Marlin" is not "marlin": CFG-005.
+  ExpectRefused(Read(DefaultFile(), {Cfg(R"({"format": "Marlin", "bits": 4, "group_size": 32})")}),
+                ConfigWant("CFG-005", "format"));
+}
+
+TEST(GptqConfig, IsMarlinFormatFalseWarnsCfg101) {
+  const GptqResult r =
+      Read(DefaultFile(), {Cfg(R"({"is_marlin_format": false, "bits": 4, "group_size": 32})")});
+  ExpectAccepted(r, {"CFG-101"});
+  ExpectFinding(r.findings[0], Want{"CFG-101", "q.json", "", "is_marlin_format", -1, -1, -1,
+                                    qd::Severity::kWarning});
+  EXPECT_EQ(r.config.format, GptqFormat::kV1);
+  // The warning is kept before a later error.
+  const GptqResult e =
+      Read(DefaultFile(), {Cfg(R"({"is_marlin_format": false, "bits": 4, "w_bit": 3, "group_size": 32})")});
+  ASSERT_EQ(e.findings.size(), 2u);
+  EXPECT_EQ(e.findings[0].rule, "CFG-101");
+  ExpectRefused(e, ConfigWant("CFG-004", "w_bit"));
+}
+
+// ---- config: C4 CFG-004, CFG-102 ------------------------------------------------
+
+TEST(GptqConfig, AliasConflictIsCfg004) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"bits": 4, "w_bit": 3, "group_size": 32})", "w_bit"},
+      {R"({"bits": 4, "w_bit": 4, "wbits": 3, "group_size": 32})", "wbits"},
+      {R"({"w_bit": 4, "wbits": 8, "group_size": 32})", "wbits"},
+      {R"({"bits": 4, "w_bit": 3, "wbits": 3, "group_size": 32})", "w_bit"},
+      {R"({"method": "gptq", "quant_method": "awq", "bits": 4, "group_size": 32})", "quant_method"},
+      {R"({"format": "gptq", "checkpoint_format": "gptq_v2", "bits": 4, "group_size": 32})",
+       "checkpoint_format"},
+      {R"({"format": "gptq_v2", "version": "gptq", "bits": 4, "group_size": 32})", "version"},
+      {R"({"checkpoint_format": "gptq", "version": "GPTQ_V2", "bits": 4, "group_size": 32})", "version"},
+      {R"({"bits": 4, "group_size": 32, "q_group_size": 64})", "q_group_size"},
+      // Groups in the order method, format, bits, group_size.
+      {R"({"bits": 4, "w_bit": 3, "group_size": 32, "q_group_size": 64, "method": "gptq",
+          "quant_method": "x"})", "quant_method"},
+      {R"({"bits": 4, "w_bit": 3, "format": "gptq", "checkpoint_format": "gptq_p", "group_size": 32})",
+       "checkpoint_format"},
+  };
+  for (const auto& [text, field] : cases) {
+    SCOPED_TRACE(text);
+    ExpectRefused(Read(DenseFile(), {Cfg(text)}), ConfigWant("CFG-004", field));
+  }
+  // version is lowercased before comparing; equal aliases agree.
+  const GptqResult r = Read(DenseFile(), {Cfg(R"({"format": "gptq_v2", "checkpoint_format": "gptq_v2",
+      "version": "GPTQ_v2", "bits": 4, "w_bit": 4, "wbits": 4, "group_size": 32, "q_group_size": 32,
+      "method": "gptq", "quant_method": "gptq"})")});
+  ExpectAccepted(r);
+  EXPECT_EQ(r.config.format, GptqFormat::kV2);
+}
+
+TEST(GptqConfig, SymEqualToZeroPointWarnsCfg102) {
+  const GptqResult r = Read(DefaultFile(), {Cfg(R"({"sym": true, "zero_point": true, "bits": 4, "group_size": 32})")});
+  ExpectAccepted(r, {"CFG-102"});
+  ExpectFinding(r.findings[0], Want{"CFG-102", "q.json", "", "zero_point", -1, -1, -1,
+                                    qd::Severity::kWarning});
+  ExpectAccepted(Read(DefaultFile(), {Cfg(R"({"sym": false, "zero_point": true, "bits": 4, "group_size": 32})")}));
+  // The warning comes after CFG-004 passed, before CFG-005.
+  const GptqResult e = Read(DefaultFile(), {Cfg(R"({"sym": false, "zero_point": false, "method": "awq",
+      "bits": 4, "group_size": 32})")});
+  ASSERT_EQ(e.findings.size(), 2u);
+  EXPECT_EQ(e.findings[0].rule, "CFG-102");
+  ExpectRefused(e, ConfigWant("CFG-005", "method"));
+}
+
+// ---- config: C5..C10 ----------------------------------------------------------
+
+TEST(GptqConfig, MethodAndFormatAreCfg005) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"method": "awq", "bits": 4, "group_size": 32})", "method"},
+      {R"({"quant_method": "awq", "bits": 4, "group_size": 32})", "quant_method"},
+      {R"({"quant_method": "GPTQ", "bits": 4, "group_size": 32})", "quant_method"},
+      {R"({"format": "gptq_v3", "bits": 4, "group_size": 32})", "format"},
+      {R"({"format": "GPTQ", "bits": 4, "group_size": 32})", "format"},
+      {R"({"checkpoint_format": "awq", "bits": 4, "group_size": 32})", "checkpoint_format"},
+      {R"({"version": "GEMM", "bits": 4, "group_size": 32})", "version"},
+      // method before format; before CFG-006.
+      {R"({"method": "awq", "format": "x"})", "method"},
+      {R"({"format": "x"})", "format"},
+  };
+  for (const auto& [text, field] : cases) {
+    SCOPED_TRACE(text);
+    ExpectRefused(Read(DenseFile(), {Cfg(text)}), ConfigWant("CFG-005", field));
+  }
+  const std::vector<std::pair<std::string, GptqFormat>> formats = {
+      {R"({"bits": 4, "group_size": 32})", GptqFormat::kV1},
+      {R"({"format": "gptq", "bits": 4, "group_size": 32})", GptqFormat::kV1},
+      {R"({"checkpoint_format": "gptq_v2", "bits": 4, "group_size": 32})", GptqFormat::kV2},
+      {R"({"version": "GPTQ_P", "bits": 4, "group_size": 32})", GptqFormat::kPlanar},
+      {R"({"format": "gptq_p", "bits": 4, "group_size": 32})", GptqFormat::kPlanar},
+  };
+  for (const auto& [text, format] : formats) {
+    SCOPED_TRACE(text);
+    const GptqResult r = Read(DenseFile(), {Cfg(text)});
+    ExpectAccepted(r);
+    EXPECT_EQ(r.config.format, format);
+  }
+}
+
+TEST(GptqConfig, MissingBitsOrGroupSizeIsCfg006) {
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"group_size": 32})")}), ConfigWant("CFG-006", "bits"));
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({})")}), ConfigWant("CFG-006", "bits"));
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"bits": 4})")}), ConfigWant("CFG-006", "group_size"));
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"bits": null, "group_size": 32})")}),
+                ConfigWant("CFG-006", "bits"));
+  const GptqResult r = Read(DenseFile(), {Cfg(R"({"wbits": 8, "q_group_size": -1})")});
+  ExpectAccepted(r);
+  EXPECT_EQ(r.config.bits, 8);
+  EXPECT_EQ(r.config.group_size, -1);
+}
+
+TEST(GptqConfig, BadGroupSizeIsCfg007) {
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"bits": 4, "group_size": 0})")}),
+                ConfigWant("CFG-007", "group_size"));
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"bits": 4, "q_group_size": -2})")}),
+                ConfigWant("CFG-007", "q_group_size"));
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"bits": 4, "group_size": -9223372036854775808})")}),
+                ConfigWant("CFG-007", "group_size"));
+  // CFG-007 before GPTQ-001.
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"bits": 5, "group_size": 0})")}),
+                ConfigWant("CFG-007", "group_size"));
+  ExpectAccepted(Read(DenseFile(), {Cfg(R"({"bits": 4, "group_size": 1})")}));
+}
+
+TEST(GptqConfig, BitsPerFormatAreGptq001) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"bits": 5, "group_size": 32})", "bits"},
+      {R"({"bits": 1, "group_size": 32})", "bits"},
+      {R"({"bits": 16, "group_size": 32})", "bits"},
+      {R"({"wbits": 1, "group_size": 32})", "wbits"},
+      {R"({"w_bit": 7, "format": "gptq_v2", "group_size": 32})", "w_bit"},
+      {R"({"bits": 9, "format": "gptq_p", "group_size": 32})", "bits"},
+      {R"({"bits": 1, "format": "gptq_p", "group_size": 32})", "bits"},
+      {R"({"bits": 0, "format": "gptq_p", "group_size": 32})", "bits"},
+  };
+  for (const auto& [text, field] : bad) {
+    SCOPED_TRACE(text);
+    ExpectRefused(Read(DenseFile(), {Cfg(text)}), ConfigWant("GPTQ-001", field));
+  }
+  for (int b : {2, 3, 4, 8}) {
+    ExpectAccepted(Read(DenseFile(), {Cfg(R"({"group_size": 32, "bits": )" + std::to_string(b) + "}")}));
+    ExpectAccepted(Read(DenseFile(), {Cfg(R"({"format": "gptq_v2", "group_size": 32, "bits": )" +
+                                          std::to_string(b) + "}")}));
+  }
+  for (int b = 2; b <= 8; ++b) {
+    ExpectAccepted(Read(DenseFile(), {Cfg(R"({"format": "gptq_p", "group_size": 32, "bits": )" +
+                                          std::to_string(b) + "}")}));
+  }
+}
+
+TEST(GptqConfig, PackDtypeAndDynamic) {
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"bits": 4, "group_size": 32, "pack_dtype": "int16"})")}),
+                ConfigWant("CFG-008", "pack_dtype"));
+  ExpectAccepted(Read(DenseFile(), {Cfg(R"({"bits": 4, "group_size": 32, "pack_dtype": "int32"})")}));
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"bits": 4, "group_size": 32, "dynamic": {"-:.*": {}}})")}),
+                ConfigWant("CFG-009", "dynamic"));
+  ExpectAccepted(Read(DenseFile(), {Cfg(R"({"bits": 4, "group_size": 32, "dynamic": {}})")}));
+  // CFG-008 before CFG-009.
+  ExpectRefused(Read(DenseFile(), {Cfg(R"({"bits": 4, "group_size": 32, "pack_dtype": "int8",
+                                          "dynamic": {"a": 1}})")}),
+                ConfigWant("CFG-008", "pack_dtype"));
+}
+
+// ---- config: C11 CFG-010, CFG-102 ------------------------------------------------
+
+TEST(GptqConfig, FirstSourceWins) {
+  const GptqResult r = Read(DenseFile(), {Cfg(R"({"bits": 4, "group_size": 32, "format": "gptq_v2"})", "a"),
+                                          Cfg(R"({"format": "gptq_v2", "method": "gptq"})", "b")});
+  ExpectAccepted(r);
+  EXPECT_EQ(r.config.source, "a");
+  EXPECT_EQ(r.config.format, GptqFormat::kV2);
+  // C3..C10 look at the winner only: the other source's alias conflict and
+  // marlin-free extras do not matter.
+  ExpectAccepted(Read(DenseFile(), {Cfg(kCfg4, "a"), Cfg(R"({"bits": 4, "wbits": 5, "pack_dtype": "x",
+                                                            "dynamic": {"x": 1}})", "b")}));
+}
+
+TEST(GptqConfig, SourcesThatDisagreeAreCfg010) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"bits": 4, "group_size": 64})", "group_size"},
+      {R"({"bits": 3})", "bits"},
+      {R"({"w_bit": 8, "q_group_size": 64})", "bits"},
+      {R"({"quant_method": "awq", "bits": 3})", "method"},
+      {R"({"format": "gptq_v2", "bits": 3})", "format"},
+      {R"({"version": "gemm"})", "format"},
+      {R"({"checkpoint_format": "marlin"})", "format"},
+      {R"({"group_size": -1})", "group_size"},
+  };
+  for (const auto& [other, field] : cases) {
+    SCOPED_TRACE(other);
+    ExpectRefused(Read(DenseFile(), {Cfg(kCfg4, "w.json"), Cfg(other, "o.json")}),
+                  ConfigWant("CFG-010", field, "w.json"));
+  }
+  // Defaults apply to method and format; absent bits / group_size agree.
+  ExpectAccepted(Read(DenseFile(), {Cfg(kCfg4, "w.json"),
+                                    Cfg(R"({"quant_method": "gptq", "checkpoint_format": "gptq"})", "o.json")}));
+  ExpectAccepted(Read(DenseFile(), {Cfg(R"({"format": "gptq_v2", "bits": 4, "group_size": 32})", "w.json"),
+                                    Cfg(R"({"version": "GPTQ_V2"})", "o.json")}));
+  ExpectAccepted(Read(DenseFile(), {Cfg(kCfg4, "w.json"), Cfg(R"({})", "o.json")}));
+  // Every other source in priority order; the winner is named.
+  ExpectRefused(Read(DenseFile(), {Cfg(kCfg4, "a"), Cfg(kCfg4, "b"), Cfg(R"({"group_size": 128})", "c")}),
+                ConfigWant("CFG-010", "group_size", "a"));
+}
+
+TEST(GptqConfig, SourcesThatDisagreeOnSymOrDescActWarnCfg102) {
+  const GptqResult r = Read(DefaultFile(),
+                            {Cfg(R"({"bits": 4, "group_size": 32, "sym": true, "desc_act": true})", "a"),
+                             Cfg(R"({"zero_point": true, "desc_act": false})", "b"),
+                             Cfg(R"({"sym": true})", "c"),
+                             Cfg(R"({"sym": false})", "d")});
+  ExpectAccepted(r, {"CFG-102", "CFG-102", "CFG-102"});
+  ExpectFinding(r.findings[0], Want{"CFG-102", "a", "", "sym", -1, -1, -1, qd::Severity::kWarning});
+  ExpectFinding(r.findings[1], Want{"CFG-102", "a", "", "desc_act", -1, -1, -1, qd::Severity::kWarning});
+  ExpectFinding(r.findings[2], Want{"CFG-102", "a", "", "sym", -1, -1, -1, qd::Severity::kWarning});
+  // sym of the winner from zero_point; a missing value is no disagreement.
+  ExpectAccepted(Read(DefaultFile(), {Cfg(R"({"bits": 4, "group_size": 32, "zero_point": false})", "a"),
+                                      Cfg(R"({"sym": true, "desc_act": true})", "b")}));
+  ExpectAccepted(Read(DefaultFile(), {Cfg(R"({"bits": 4, "group_size": 32, "zero_point": true})", "a"),
+                                      Cfg(R"({"sym": true})", "b")}),
+                 {"CFG-102"});
+}
+
+TEST(GptqConfig, ConfigErrorStopsBeforeLayers) {
+  FileSpec f = DefaultFile();
+  f.Erase("layer.qzeros");
+  const GptqResult r = Read(f, {Cfg(R"({"bits": 5, "group_size": 32})")});
+  ExpectRefused(r, ConfigWant("GPTQ-001", "bits"));
+  EXPECT_TRUE(r.is_gptq);
+}
+
+// ---- layers: L1..L4 ------------------------------------------------------------
+
+TEST(GptqLayer, MissingMemberIsGptq101) {
+  {
+    FileSpec f = DefaultFile();
+    f.Erase("layer.qzeros");
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-101", "layer.qweight", "qzeros"));
+  }
+  {
+    FileSpec f = DefaultFile();
+    f.Erase("layer.g_idx");
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-101", "layer.qweight", "g_idx"));
+  }
+  {
+    FileSpec f = DefaultFile();
+    f.Erase("layer.qweight");
+    f.Erase("layer.scales");
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-101", "layer.qzeros", "qweight"));
+  }
+  {
+    FileSpec f;
+    f.Add("a.b.g_idx", "I32", {1}, Words({0}));
+    f.Add("a.b.scales", "F16", {1, 1}, Halves({0x3c00}));
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-101", "a.b.scales", "qweight"));
+  }
+  {
+    // A name without a dot: prefix "".
+    FileSpec f;
+    f.Add("qweight", "I32", {1, 1}, Words({0}));
+    f.Add("x", "F32", {1}, Words({0}));
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-101", "qweight", "qzeros"));
+  }
+  {
+    // A bias alone is no layer.
+    FileSpec f = DenseFile();
+    f.Add("p.bias", "F16", {2}, Halves({0x3c00, 0x4000}));
+    const GptqResult r = Read(f, {Cfg(kCfg4)});
+    ExpectAccepted(r);
+    EXPECT_FALSE(r.is_gptq);
+  }
+}
+
+TEST(GptqLayer, DenseWeightBesideLayerIsGptq102) {
+  FileSpec f = DefaultFile();
+  f.Add("layer.weight", "F16", {32, 64}, Halves(std::vector<std::uint16_t>(32 * 64, 0)));
+  f.Add("layer.extra", "F32", {1}, Words({0}));  // L2 comes before L3's warning
+  const GptqResult r = Read(f, {Cfg(kCfg4)});
+  ExpectRefused(r, HeaderWant("GPTQ-102", "layer.weight", "weight"));
+  EXPECT_EQ(r.findings.size(), 1u);
+}
+
+TEST(GptqLayer, UnknownSiblingsWarnGptq103InOrder) {
+  FileSpec f;
+  f.Add("layer.zeta", "F32", {1}, Words({0x3f800000u}));
+  AddLayer(&f, Layer{});
+  f.Add("layer.alpha", "I32", {1}, Words({0}));
+  f.Add("layer.qweight.x", "F32", {1}, Words({0}));  // prefix layer.qweight.: no sibling
+  f.Add("layer.", "F32", {1}, Words({0}));           // suffix ""
+  const GptqResult r = Read(f, {Cfg(kCfg4)});
+  ExpectAccepted(r, {"GPTQ-103", "GPTQ-103", "GPTQ-103"});
+  ExpectFinding(r.findings[0], Want{"GPTQ-103", kFile, "layer.zeta", "zeta", 8, -1, -1, qd::Severity::kWarning});
+  ExpectFinding(r.findings[1], Want{"GPTQ-103", kFile, "layer.alpha", "alpha", 8, -1, -1, qd::Severity::kWarning});
+  ExpectFinding(r.findings[2], Want{"GPTQ-103", kFile, "layer.", "", 8, -1, -1, qd::Severity::kWarning});
+}
+
+TEST(GptqLayer, DtypeAndRankAreGptq104) {
+  struct Case {
+    std::string tensor, dtype;
+    std::vector<std::uint64_t> shape;
+    std::size_t bytes;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {"layer.qweight", "F32", {8, 32}, 1024, "dtype"},
+      {"layer.qweight", "U32", {8, 32}, 1024, "dtype"},
+      {"layer.qweight", "I32", {256}, 1024, "shape"},
+      {"layer.qweight", "I32", {8, 32, 1}, 1024, "shape"},
+      {"layer.qzeros", "I64", {2, 2}, 32, "dtype"},
+      {"layer.qzeros", "I32", {8}, 32, "shape"},
+      {"layer.scales", "I32", {2, 32}, 256, "dtype"},
+      {"layer.scales", "F64", {2, 32}, 512, "dtype"},
+      {"layer.scales", "F8_E4M3", {2, 32}, 64, "dtype"},
+      {"layer.scales", "F16", {64}, 128, "shape"},
+      {"layer.g_idx", "U32", {64}, 256, "dtype"},
+      {"layer.g_idx", "I32", {1, 64}, 256, "shape"},
+      {"layer.bias", "I32", {32}, 128, "dtype"},
+      {"layer.bias", "F64", {32}, 256, "dtype"},
+      {"layer.bias", "F16", {1, 32}, 64, "shape"},
+      {"layer.bias", "BF16", {}, 2, "shape"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.tensor + " " + c.dtype);
+    Layer l;
+    l.bias = true;
+    FileSpec f;
+    AddLayer(&f, l);
+    auto* t = f.Find(c.tensor);
+    t->spec.dtype = c.dtype;
+    t->spec.shape = c.shape;
+    t->bytes.assign(c.bytes, 0);
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-104", c.tensor, c.field));
+  }
+  {
+    // Members in the order qweight, qzeros, scales, g_idx, bias.
+    FileSpec f = DefaultFile();
+    f.Find("layer.scales")->spec.dtype = "BF16";
+    f.Find("layer.g_idx")->spec.dtype = "U32";
+    f.Find("layer.qzeros")->spec.shape = {8};
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-104", "layer.qzeros", "shape"));
+  }
+  // F16, BF16, F32 scales are all accepted; so are bias dtypes.
+  for (const std::string dtype : {"F16", "BF16", "F32"}) {
+    Layer l;
+    l.scales_dtype = dtype;
+    l.bias = true;
+    FileSpec f;
+    AddLayer(&f, l);
+    ExpectAccepted(Read(f, {Cfg(kCfg4)}));
+  }
+}
+
+// ---- layers: L5..L8 geometry ------------------------------------------------------
+
+TEST(GptqLayer, QweightShapeIsGptq002) {
+  {
+    // One extra qweight row: Kq = 72 gives 3 groups, scales have 2 -> K = Kg = 64.
+    FileSpec f = DefaultFile();
+    auto* q = f.Find("layer.qweight");
+    q->spec.shape = {9, 32};
+    q->bytes.assign(9 * 32 * 4, 0);
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-002", "layer.qweight", "shape"));
+  }
+  {
+    // AutoGPTQ's truncated K 48: Kq 32 (1 group != 2 scale rows) -> K = Kg = 48.
+    Layer l;
+    l.k = 48;
+    FileSpec f;
+    AddLayer(&f, l);  // qweight [48/32*4 = 4, 32], g_idx [48]
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-002", "layer.qweight", "shape"));
+  }
+  {
+    // Kq = 48 agrees with 2 groups: K = 48, not a multiple of 32.
+    FileSpec f = DefaultFile();
+    auto* q = f.Find("layer.qweight");
+    q->spec.shape = {6, 32};
+    q->bytes.assign(6 * 32 * 4, 0);
+    auto* g = f.Find("layer.g_idx");
+    g->spec.shape = {48};
+    g->bytes.resize(48 * 4);
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-002", "layer.qweight", "shape"));
+  }
+  {
+    // 3 bits, one qweight row: 32 / 3 is no integer, so K = Kg = 64 (6 rows).
+    Layer l;
+    l.bits = 3;
+    FileSpec f;
+    AddLayer(&f, l);
+    auto* q = f.Find("layer.qweight");
+    q->spec.shape = {1, 32};
+    q->bytes.assign(32 * 4, 0);
+    ExpectRefused(Read(f, {Cfg(R"({"bits": 3, "group_size": 32})")}),
+                  HeaderWant("GPTQ-002", "layer.qweight", "shape"));
+    // The config's bits, not the tensors', decide: a 3-bit layer read as 4-bit.
+    FileSpec g;
+    AddLayer(&g, Layer{.bits = 3});
+    ExpectRefused(Read(g, {Cfg(kCfg4)}), HeaderWant("GPTQ-002", "layer.qweight", "shape"));
+  }
+}
+
+TEST(GptqLayer, QzerosShapeIsGptq003) {
+  {
+    // N 48: the literal formula 48 / 32 * 4 = 4 holds, but N is no multiple of 32.
+    Layer l;
+    l.n = 48;
+    FileSpec f;
+    AddLayer(&f, l);  // qzeros [2, 48/32*4 = 4]
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-003", "layer.qzeros", "shape"));
+  }
+  {
+    FileSpec f = DefaultFile();
+    auto* z = f.Find("layer.qzeros");
+    z->spec.shape = {2, 5};
+    z->bytes.assign(40, 0);
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-003", "layer.qzeros", "shape"));
+  }
+  {
+    FileSpec f = DefaultFile();
+    auto* z = f.Find("layer.qzeros");
+    z->spec.shape = {3, 4};
+    z->bytes.assign(48, 0);
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-003", "layer.qzeros", "shape"));
+  }
+}
+
+TEST(GptqLayer, ScalesAndBiasShapeAreGptq105) {
+  {
+    FileSpec f = DefaultFile();
+    auto* s = f.Find("layer.scales");
+    s->spec.shape = {2, 31};
+    s->bytes.assign(2 * 31 * 2, 0);
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-105", "layer.scales", "shape"));
+  }
+  {
+    // 3 scale rows: Kq = 64 needs 2 groups, so K = Kg = 64 and G = 2 != 3.
+    FileSpec f = DefaultFile();
+    auto* s = f.Find("layer.scales");
+    s->spec.shape = {3, 32};
+    s->bytes.assign(3 * 32 * 2, 0);
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-105", "layer.scales", "shape"));
+  }
+  {
+    Layer l;
+    l.bias = true;
+    FileSpec f;
+    AddLayer(&f, l);
+    auto* b = f.Find("layer.bias");
+    b->spec.shape = {31};
+    b->bytes.assign(62, 0);
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-105", "layer.bias", "shape"));
+  }
+}
+
+TEST(GptqLayer, GidxIsGptq004) {
+  {
+    // 63 entries: Kq = 64 agrees with the 2 scale rows, so K = 64.
+    FileSpec f = DefaultFile();
+    auto* g = f.Find("layer.g_idx");
+    g->spec.shape = {63};
+    g->bytes.resize(63 * 4);
+    ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-004", "layer.g_idx", "shape"));
+  }
+  // g_idx data begins at 1184; element k at + 4k.
+  auto with_gidx = [](std::vector<std::pair<int, std::uint32_t>> sets) {
+    FileSpec f = DefaultFile();
+    auto* g = f.Find("layer.g_idx");
+    for (auto [k, v] : sets) {
+      for (int i = 0; i < 4; ++i) g->bytes[4 * k + i] = static_cast<std::uint8_t>(v >> (8 * i));
+    }
+    return f.Bytes();
+  };
+  {
+    const auto bytes = with_gidx({{5, 2}});
+    ExpectRefused(Read(bytes, {Cfg(kCfg4)}),
+                  Want{"GPTQ-004", kFile, "layer.g_idx", "g_idx", DataStart(bytes) + 1184 + 20, -1, 5});
+  }
+  {
+    const auto bytes = with_gidx({{63, 0xffffffffu}, {40, 0x80000000u}});
+    ExpectRefused(Read(bytes, {Cfg(kCfg4)}),
+                  Want{"GPTQ-004", kFile, "layer.g_idx", "g_idx", DataStart(bytes) + 1184 + 160, -1, 40});
+  }
+  {
+    // Any order and any existing group is fine (act order, unused groups).
+    const auto bytes = with_gidx({{0, 1}, {63, 0}, {10, 1}});
+    ExpectAccepted(Read(bytes, {Cfg(kCfg4)}));
+  }
+  {
+    // group_size -1: one group; g_idx 1 is out of range.
+    Layer l;
+    l.group_size = -1;
+    l.groups = 1;
+    FileSpec f;
+    AddLayer(&f, l);
+    ExpectAccepted(Read(f, {Cfg(R"({"bits": 4, "group_size": -1})")}));
+    f.Find("layer.g_idx")->bytes[4 * 7] = 1;
+    const auto bytes = f.Bytes();
+    // qweight 1024, qzeros [1, 4] 16, scales [1, 32] F16 64: g_idx at 1104.
+    ExpectRefused(Read(bytes, {Cfg(R"({"bits": 4, "group_size": -1})")}),
+                  Want{"GPTQ-004", kFile, "layer.g_idx", "g_idx", DataStart(bytes) + 1104 + 28, -1, 7});
+  }
+}
+
+TEST(GptqLayer, PartialLastGroupAndGroupSizeAll) {
+  {
+    // K 160 with group 128: 2 groups, the last partial (2 bits: qweight [10, 64]).
+    Layer l;
+    l.bits = 2;
+    l.k = 160;
+    l.n = 64;
+    l.group_size = 128;
+    l.groups = 2;
+    FileSpec f;
+    AddLayer(&f, l);
+    const GptqResult r = Read(f, {Cfg(R"({"bits": 2, "group_size": 128, "desc_act": true})")});
+    ExpectAccepted(r);
+    ASSERT_EQ(r.layers.size(), 1u);
+    EXPECT_EQ(r.layers[0].in_features, 160);
+    EXPECT_EQ(r.layers[0].out_features, 64);
+    EXPECT_EQ(r.layers[0].groups, 2);
+  }
+  {
+    Layer l;
+    l.bits = 8;
+    l.k = 96;
+    l.groups = 1;
+    l.group_size = -1;
+    FileSpec f;
+    AddLayer(&f, l);
+    const GptqResult r = Read(f, {Cfg(R"({"bits": 8, "group_size": -1})")});
+    ExpectAccepted(r);
+    ASSERT_EQ(r.layers.size(), 1u);
+    EXPECT_EQ(r.layers[0].groups, 1);
+    EXPECT_EQ(r.layers[0].in_features, 96);
+  }
+}
+
+TEST(GptqLayer, ShapeArithmeticIsExact) {
+  // qweight [2^59, 0] at 4 bits: Kq = 2^59 * 32 / 4 = 2^62 (2^64 overflows a
+  // u64 product), n_groups(2^62) = 2^57 scale rows -> K = 2^62, so L5..L7
+  // pass and g_idx [0] fails its length (GPTQ-004), not GPTQ-002.
+  FileSpec f;
+  f.Add("l.qweight", "I32", {1ull << 59, 0}, {});
+  f.Add("l.qzeros", "I32", {1ull << 57, 0}, {});
+  f.Add("l.scales", "F16", {1ull << 57, 0}, {});
+  f.Add("l.g_idx", "I32", {0}, {});
+  ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-004", "l.g_idx", "shape"));
+}
+
+TEST(GptqLayer, EmptyLayerWithHugeOutFeaturesIsAccepted) {
+  // K = 0, G = 0, N = 2^64 - 32: no data at all, a [N, 0] weight.
+  const std::uint64_t n = ~std::uint64_t{0} - 31;
+  FileSpec f;
+  f.Add("l.qweight", "I32", {0, n}, {});
+  f.Add("l.qzeros", "I32", {0, n / 32 * 4}, {});
+  f.Add("l.scales", "F16", {0, n}, {});
+  f.Add("l.g_idx", "I32", {0}, {});
+  const auto bytes = f.Bytes();
+  const qd::Outcome o = qd::codec::DecodeGptqFile({bytes.data(), bytes.size()}, kFile, {Cfg(kCfg4)});
+  EXPECT_FALSE(o.refused);
+  ASSERT_EQ(o.tensors.size(), 1u);
+  EXPECT_EQ(o.tensors[0].name, "l.weight");
+  EXPECT_EQ(o.tensors[0].shape, (std::vector<std::uint64_t>{n, 0}));
+  EXPECT_TRUE(o.tensors[0].values.empty());
+}
+
+// ---- layers: L9, L10 values -------------------------------------------------------
+
+TEST(GptqLayer, NonFiniteScaleIsGptq106) {
+  auto set_half = [](FileSpec* f, std::size_t i, std::uint16_t v) {
+    auto& b = f->Find("layer.scales")->bytes;
+    b[2 * i] = static_cast<std::uint8_t>(v);
+    b[2 * i + 1] = static_cast<std::uint8_t>(v >> 8);
+  };
+  {
+    // F16 scales at 1056: (g 1, n 3) is element 35, byte 70.
+    FileSpec f = DefaultFile();
+    set_half(&f, 35, 0x7e00);
+    const auto bytes = f.Bytes();
+    ExpectRefused(Read(bytes, {Cfg(kCfg4)}),
+                  Want{"GPTQ-106", kFile, "layer.scales", "scales", DataStart(bytes) + 1056 + 70, 1, 3});
+  }
+  {
+    FileSpec f = DefaultFile();
+    set_half(&f, 35, 0x7e00);
+    set_half(&f, 33, 0xfc00);  // -inf earlier in storage order
+    const auto bytes = f.Bytes();
+    ExpectRefused(Read(bytes, {Cfg(kCfg4)}),
+                  Want{"GPTQ-106", kFile, "layer.scales", "scales", DataStart(bytes) + 1056 + 66, 1, 1});
+  }
+  {
+    // BF16 NaN at (0, 1).
+    FileSpec f;
+    AddLayer(&f, Layer{.scales_dtype = "BF16"});
+    set_half(&f, 1, 0x7fc1);
+    const auto bytes = f.Bytes();
+    ExpectRefused(Read(bytes, {Cfg(kCfg4)}),
+                  Want{"GPTQ-106", kFile, "layer.scales", "scales", DataStart(bytes) + 1056 + 2, 0, 1});
+  }
+  {
+    // F32 -inf at (1, 31): scales [2, 32] F32 at 1056, byte 63 * 4.
+    FileSpec f;
+    AddLayer(&f, Layer{.scales_dtype = "F32"});
+    auto& b = f.Find("layer.scales")->bytes;
+    const std::vector<std::uint8_t> ninf = Words({0xff800000u});
+    std::copy(ninf.begin(), ninf.end(), b.begin() + 63 * 4);
+    const auto bytes = f.Bytes();
+    ExpectRefused(Read(bytes, {Cfg(kCfg4)}),
+                  Want{"GPTQ-106", kFile, "layer.scales", "scales", DataStart(bytes) + 1056 + 252, 1, 31});
+  }
+  {
+    // Largest finite, subnormal, zeros of both signs: fine.
+    FileSpec f = DefaultFile();
+    set_half(&f, 0, 0x7bff);
+    set_half(&f, 1, 0x0001);
+    set_half(&f, 2, 0x8000);
+    set_half(&f, 3, 0x0000);
+    set_half(&f, 4, 0xfbff);
+    ExpectAccepted(Read(f, {Cfg(kCfg4)}));
+  }
+}
+
+TEST(GptqLayer, FloodedV1ZeroWarnsGptq107) {
+  {
+    // qzeros [2, 4] at 1024; word (1, 2) = 0x000f0000: field at bit 16 of word
+    // 2 is n = 2 * 8 + 4 = 20; byte 4 * (1 * 4 + 20 * 4 / 32) = 24.
+    FileSpec f = DefaultFile();
+    auto& z = f.Find("layer.qzeros")->bytes;
+    const auto w = Words({0x000f0000u, 0xffffffffu});
+    std::copy(w.begin(), w.begin() + 4, z.begin() + 24);
+    std::copy(w.begin() + 4, w.end(), z.begin() + 28);  // later fields: still one warning
+    const auto bytes = f.Bytes();
+    const GptqResult r = Read(bytes, {Cfg(kCfg4)});
+    ExpectAccepted(r, {"GPTQ-107"});
+    ExpectFinding(r.findings[0], Want{"GPTQ-107", kFile, "layer.qzeros", "qzeros",
+                                      DataStart(bytes) + 1024 + 24, 1, 20, qd::Severity::kWarning});
+    // v2 and planar zeros have no such warning.
+    ExpectAccepted(Read(bytes, {Cfg(R"({"bits": 4, "group_size": 32, "format": "gptq_v2"})")}));
+    ExpectAccepted(Read(bytes, {Cfg(R"({"bits": 4, "group_size": 32, "format": "gptq_p"})")}));
+  }
+  // 3 bits, K 32, N 32, one group: qweight [3, 32] 0..384, qzeros [1, 3] at 384.
+  auto three_bit = [](std::vector<std::uint32_t> zeros) {
+    Layer l;
+    l.bits = 3;
+    l.k = 32;
+    l.groups = 1;
+    FileSpec f;
+    AddLayer(&f, l);
+    f.Find("layer.qzeros")->bytes = Words(zeros);
+    return f.Bytes();
+  };
+  const std::string cfg3 = R"({"bits": 3, "group_size": 32})";
+  {
+    // Field 10: bits 30..31 of word 0 and bit 0 of word 1; its word is word 0.
+    const auto bytes = three_bit({0xc0000000u, 0x00000001u, 0});
+    const GptqResult r = Read(bytes, {Cfg(cfg3)});
+    ExpectAccepted(r, {"GPTQ-107"});
+    ExpectFinding(r.findings[0], Want{"GPTQ-107", kFile, "layer.qzeros", "qzeros",
+                                      DataStart(bytes) + 384, 0, 10, qd::Severity::kWarning});
+  }
+  {
+    // Field 21: bit 31 of word 1 and bits 0..1 of word 2: byte 4 * (63 / 32) = 4.
+    const auto bytes = three_bit({0, 0x80000000u, 0x00000003u});
+    const GptqResult r = Read(bytes, {Cfg(cfg3)});
+    ExpectAccepted(r, {"GPTQ-107"});
+    ExpectFinding(r.findings[0], Want{"GPTQ-107", kFile, "layer.qzeros", "qzeros",
+                                      DataStart(bytes) + 384 + 4, 0, 21, qd::Severity::kWarning});
+  }
+  {
+    // Half a straddling field set is no flood: field 10 = 3, field 21 = 4.
+    ExpectAccepted(Read(three_bit({0xc0000000u, 0x80000000u, 0}), {Cfg(cfg3)}));
+  }
+}
+
+TEST(GptqLayer, LayersAreCheckedInAnchorOrder) {
+  // "z." lies first in the data, "a." second; both broken: z's error is met.
+  FileSpec f;
+  AddLayer(&f, Layer{.prefix = "z."});
+  AddLayer(&f, Layer{.prefix = "a."});
+  f.Find("z.qzeros")->spec.shape = {4, 2};
+  f.Find("a.qzeros")->spec.shape = {4, 2};
+  ExpectRefused(Read(f, {Cfg(kCfg4)}), HeaderWant("GPTQ-003", "z.qzeros", "shape"));
+  // Warnings of an earlier layer are kept before a later layer's error.
+  FileSpec g;
+  AddLayer(&g, Layer{.prefix = "z.", .zero_word = 0x0000000fu});
+  AddLayer(&g, Layer{.prefix = "a."});
+  g.Find("a.qzeros")->spec.shape = {4, 2};
+  const GptqResult r = Read(g, {Cfg(kCfg4)});
+  ASSERT_EQ(r.findings.size(), 2u);
+  EXPECT_EQ(r.findings[0].rule, "GPTQ-107");
+  EXPECT_EQ(r.findings[0].tensor, "z.qzeros");
+  ExpectRefused(r, HeaderWant("GPTQ-003", "a.qzeros", "shape"));
+  // The anchor is qweight even when another member lies earlier.
+  FileSpec h;
+  h.Add("m.g_idx", "I32", {64}, Words(std::vector<std::uint32_t>(64, 0)));
+  AddLayer(&h, Layer{.prefix = "n."});
+  h.Add("m.qweight", "I32", {8, 32}, Words(std::vector<std::uint32_t>(256, 0)));
+  const GptqResult s = Read(h, {Cfg(kCfg4)});
+  ExpectRefused(s, HeaderWant("GPTQ-101", "m.qweight", "qzeros"));
+}
+
+TEST(GptqLayer, ContainerRulesRunFirst) {
+  std::vector<std::uint8_t> bytes = DefaultFile().Bytes();
+  bytes.pop_back();
+  const GptqResult r = Read(bytes, {});
+  EXPECT_TRUE(r.refused);
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings.back().rule.rfind("ST-", 0), 0u);
+}
+
+TEST(GptqLayer, HostileBytesDoNotCrash) {
+  const std::vector<std::uint8_t> base = DefaultFile().Bytes();
+  std::uint64_t state = 12345;
+  for (int round = 0; round < 2000; ++round) {
+    std::vector<std::uint8_t> b = base;
+    const int flips = 1 + round % 8;
+    for (int i = 0; i < flips; ++i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      b[(state >> 33) % b.size()] ^= static_cast<std::uint8_t>(state >> 20);
+    }
+    if (round % 3 == 0) b.resize((state >> 40) % b.size());
+    const qd::Outcome o = qd::codec::DecodeGptqFile({b.data(), b.size()}, kFile, {Cfg(kCfg4)});
+    int errors = 0;
+    for (const qd::Finding& f : o.findings) errors += f.severity == qd::Severity::kError;
+    EXPECT_EQ(errors, o.refused ? 1 : 0);
+    (void)qd::codec::ClaimsGptq({b.data(), b.size()});
+  }
+}
+
+// ---- detection, views, names ---------------------------------------------------
+
+TEST(GptqApi, ClaimsLayerMemberNames) {
+  auto claims = [](const FileSpec& f) {
+    const auto b = f.Bytes();
+    return qd::codec::ClaimsGptq({b.data(), b.size()});
+  };
+  EXPECT_TRUE(claims(DefaultFile()));
+  EXPECT_FALSE(claims(DenseFile()));
+  FileSpec g;
+  g.Add("x.g_idx", "I32", {1}, Words({0}));
+  EXPECT_TRUE(claims(g));
+  FileSpec s;
+  s.Add("scales", "F32", {1}, Words({0}));
+  EXPECT_TRUE(claims(s));
+  FileSpec b;
+  b.Add("x.bias", "F32", {1}, Words({0}));
+  b.Add("x.qweight.y", "F32", {1}, Words({0}));
+  EXPECT_FALSE(claims(b));
+  const std::vector<std::uint8_t> junk = {1, 2, 3};
+  EXPECT_FALSE(qd::codec::ClaimsGptq({junk.data(), junk.size()}));
+  EXPECT_FALSE(qd::codec::ClaimsGptq({nullptr, 0}));
+}
+
+TEST(GptqApi, ViewPointsIntoTheFile) {
+  Layer l;
+  l.scales_dtype = "BF16";
+  FileSpec f;
+  AddLayer(&f, l);
+  const auto bytes = f.Bytes();
+  const GptqResult r = Read(bytes, {Cfg(R"({"bits": 4, "group_size": 32, "format": "gptq_v2"})")});
+  ASSERT_FALSE(r.refused);
+  ASSERT_EQ(r.layers.size(), 1u);
+  const qd::codec::GptqLayerView v = qd::codec::ViewOf(r, r.layers[0]);
+  const std::uint8_t* data = bytes.data() + DataStart(bytes);
+  EXPECT_EQ(v.format, GptqFormat::kV2);
+  EXPECT_EQ(v.bits, 4);
+  EXPECT_EQ(v.in_features, 64);
+  EXPECT_EQ(v.out_features, 32);
+  EXPECT_EQ(v.groups, 2);
+  EXPECT_EQ(v.qweight, data + 0);
+  EXPECT_EQ(v.qzeros, data + 1024);
+  EXPECT_EQ(v.scales, data + 1056);
+  EXPECT_EQ(v.g_idx, data + 1184);
+  EXPECT_EQ(v.scales_dtype, qd::codec::Dtype::kBF16);
+}
+
+TEST(GptqApi, FormatNames) {
+  EXPECT_STREQ(qd::codec::GptqFormatName(GptqFormat::kV1), "gptq");
+  EXPECT_STREQ(qd::codec::GptqFormatName(GptqFormat::kV2), "gptq_v2");
+  EXPECT_STREQ(qd::codec::GptqFormatName(GptqFormat::kPlanar), "gptq_p");
+}
+
+// ---- decoded output and streaming ---------------------------------------------
+
+class RecordingSink : public qd::codec::DecodeSink {
+ public:
+  std::vector<qd::codec::TensorInfo> plan;
+  std::vector<qd::DecodedTensor> taken;
+  int plans = 0;
+  bool accept_plan = true;
+  bool Plan(const std::vector<qd::codec::TensorInfo>& tensors) override {
+    ++plans;
+    EXPECT_TRUE(taken.empty());
+    plan = tensors;
+    return accept_plan;
+  }
+  bool Take(qd::DecodedTensor&& tensor) override {
+    EXPECT_EQ(plans, 1);
+    taken.push_back(std::move(tensor));
+    return true;
+  }
+};
+
+TEST(GptqDecode, OutputOrderAndStreaming) {
+  FileSpec f;
+  f.Add("a.norm", "F16", {2}, Halves({0x3c00, 0xc000}));
+  AddLayer(&f, Layer{.prefix = "model.l0.", .bias = true});
+  f.Add("z.ids", "I32", {2}, Words({1, 2}));           // integer outside layers: left out
+  f.Add("emb", "BF16", {2}, Halves({0x3f80, 0x4040}));  // floating: widened
+  f.Add("model.l0.extra", "F64", {1}, {0, 0, 0, 0, 0, 0, 0xf0, 0x3f});  // sibling: ordinary
+  const auto bytes = f.Bytes();
+  RecordingSink sink;
+  const qd::Outcome o = qd::codec::StreamGptqFile({bytes.data(), bytes.size()}, kFile, {Cfg(kCfg4)}, sink,
+                                                  qd::codec::Kernel::kScalar);
+  ASSERT_FALSE(o.refused);
+  EXPECT_TRUE(o.tensors.empty());
+  ASSERT_EQ(o.findings.size(), 1u);
+  EXPECT_EQ(o.findings[0].rule, "GPTQ-103");
+  const std::vector<std::string> names = {"a.norm", "model.l0.weight", "model.l0.bias", "emb",
+                                          "model.l0.extra"};
+  const std::vector<std::vector<std::uint64_t>> shapes = {{2}, {32, 64}, {32}, {2}, {1}};
+  ASSERT_EQ(sink.plan.size(), names.size());
+  ASSERT_EQ(sink.taken.size(), names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(sink.plan[i].name, names[i]);
+    EXPECT_EQ(sink.plan[i].shape, shapes[i]);
+    EXPECT_EQ(sink.taken[i].name, names[i]);
+    EXPECT_EQ(sink.taken[i].shape, shapes[i]);
+  }
+  EXPECT_EQ(sink.taken[0].values, (std::vector<float>{1.0f, -2.0f}));
+  EXPECT_EQ(sink.taken[1].values.size(), 32u * 64u);
+  EXPECT_EQ(sink.taken[2].values, std::vector<float>(32, 1.0f));
+  EXPECT_EQ(sink.taken[3].values, (std::vector<float>{1.0f, 3.0f}));
+  EXPECT_EQ(sink.taken[4].values, (std::vector<float>{1.0f}));
+  // Decode = the stream collected.
+  const qd::Outcome d = qd::codec::DecodeGptqFile({bytes.data(), bytes.size()}, kFile, {Cfg(kCfg4)},
+                                                  qd::codec::Kernel::kScalar);
+  ASSERT_EQ(d.tensors.size(), names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) EXPECT_EQ(d.tensors[i].name, names[i]);
+  // A sink that declines the plan gets nothing more.
+  RecordingSink no;
+  no.accept_plan = false;
+  qd::codec::StreamGptqFile({bytes.data(), bytes.size()}, kFile, {Cfg(kCfg4)}, no);
+  EXPECT_EQ(no.plans, 1);
+  EXPECT_TRUE(no.taken.empty());
+  // A refused file announces nothing.
+  RecordingSink none;
+  const qd::Outcome refused = qd::codec::StreamGptqFile({bytes.data(), bytes.size()}, kFile, {}, none);
+  EXPECT_TRUE(refused.refused);
+  EXPECT_EQ(none.plans, 0);
+}
+
+TEST(GptqDecode, FileWithoutLayerDecodesItsFloatTensors) {
+  FileSpec f = DenseFile();
+  f.Add("i", "I32", {1}, Words({7}));
+  const auto bytes = f.Bytes();
+  const qd::Outcome o = qd::codec::DecodeGptqFile({bytes.data(), bytes.size()}, kFile, {Cfg(kCfg4)});
+  ASSERT_FALSE(o.refused);
+  ASSERT_EQ(o.tensors.size(), 1u);
+  EXPECT_EQ(o.tensors[0].name, "w");
+  EXPECT_EQ(o.tensors[0].values, (std::vector<float>{1.0f, 2.0f}));
+}
+
+std::uint32_t Bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+
+// out[n * K + k] from a function of (n, k), compared bit for bit.
+void ExpectWeights(const qd::Outcome& o, const std::string& name, std::uint64_t n_out, std::uint64_t k_in,
+                   float (*want)(std::uint64_t n, std::uint64_t k)) {
+  ASSERT_FALSE(o.refused) << (o.findings.empty() ? "" : o.findings.back().rule);
+  const qd::DecodedTensor* t = nullptr;
+  for (const auto& d : o.tensors) {
+    if (d.name == name) t = &d;
+  }
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->shape, (std::vector<std::uint64_t>{n_out, k_in}));
+  ASSERT_EQ(t->values.size(), n_out * k_in);
+  int bad = 0;
+  for (std::uint64_t n = 0; n < n_out; ++n) {
+    for (std::uint64_t k = 0; k < k_in; ++k) {
+      const float w = want(n, k);
+      if (Bits(t->values[n * k_in + k]) != Bits(w) && bad++ < 5) {
+        ADD_FAILURE() << "out[" << n << "][" << k << "] = " << t->values[n * k_in + k] << ", want " << w;
+      }
+    }
+  }
+}
+
+// 4 bits, K 32, N 32, one group. qweight word (0, 0) = 0x21: code(0, 0) = 1,
+// code(1, 0) = 2, every other code 0. qzeros word 0 = 0x87: field 0 = 7,
+// field 1 = 8, others 0. scales: n 0 -> 0.5, n 1 -> -2, n 2 -> -1, else 1.
+std::vector<std::uint8_t> FourBitFile() {
+  FileSpec f;
+  std::vector<std::uint32_t> qweight(4 * 32, 0);
+  qweight[0] = 0x21;
+  f.Add("p.qweight", "I32", {4, 32}, Words(qweight));
+  f.Add("p.qzeros", "I32", {1, 4}, Words({0x87, 0, 0, 0}));
+  std::vector<std::uint16_t> scales(32, 0x3c00);
+  scales[0] = 0x3800;
+  scales[1] = 0xc000;
+  scales[2] = 0xbc00;
+  f.Add("p.scales", "F16", {1, 32}, Halves(scales));
+  f.Add("p.g_idx", "I32", {32}, Words(std::vector<std::uint32_t>(32, 0)));
+  return f.Bytes();
+}
+
+TEST(GptqDecode, HandComputedV1AndV2) {
+  const auto bytes = FourBitFile();
+  for (qd::codec::Kernel kernel : qd::codec::AvailableKernels()) {
+    SCOPED_TRACE(std::string(qd::codec::KernelName(kernel)));
+    // v1: zero = field + 1: z(0) = 8, z(1) = 9, others 1.
+    ExpectWeights(qd::codec::DecodeGptqFile({bytes.data(), bytes.size()}, kFile,
+                                            {Cfg(R"({"bits": 4, "group_size": -1})")}, kernel),
+                  "p.weight", 32, 32, [](std::uint64_t n, std::uint64_t k) -> float {
+                    if (n == 0) return k == 0 ? -3.5f : k == 1 ? -3.0f : -4.0f;  // (c - 8) * 0.5
+                    if (n == 1) return 18.0f;                                    // (0 - 9) * -2
+                    if (n == 2) return 1.0f;                                     // (0 - 1) * -1
+                    return -1.0f;
+                  });
+    // v2: zero = field: z(0) = 7, z(1) = 8, others 0; (0 - 0) * -1 = -0.0.
+    ExpectWeights(qd::codec::DecodeGptqFile({bytes.data(), bytes.size()}, kFile,
+                                            {Cfg(R"({"bits": 4, "group_size": 32, "format": "gptq_v2"})")},
+                                            kernel),
+                  "p.weight", 32, 32, [](std::uint64_t n, std::uint64_t k) -> float {
+                    if (n == 0) return k == 0 ? -3.0f : k == 1 ? -2.5f : -3.5f;
+                    if (n == 1) return 16.0f;
+                    if (n == 2) return -0.0f;
+                    return 0.0f;
+                  });
+  }
+}
+
+TEST(GptqDecode, HandComputedThreeBitContinuousAndPlanar) {
+  // 3 bits, K 32, N 32, one group, F32 scales 1.0. qweight column 0 words
+  // (rows 0, 1, 2) = 0x80000003, 0x00000001, 0x00000003; qzeros row words
+  // 0x00000001, 0, 0x00000002.
+  FileSpec f;
+  std::vector<std::uint32_t> qweight(3 * 32, 0);
+  qweight[0 * 32] = 0x80000003u;
+  qweight[1 * 32] = 0x00000001u;
+  qweight[2 * 32] = 0x00000003u;
+  f.Add("p.qweight", "I32", {3, 32}, Words(qweight));
+  f.Add("p.qzeros", "I32", {1, 3}, Words({0x1, 0, 0x2}));
+  f.Add("p.scales", "F32", {1, 32}, Words(std::vector<std::uint32_t>(32, 0x3f800000u)));
+  f.Add("p.g_idx", "I32", {32}, Words(std::vector<std::uint32_t>(32, 0)));
+  const auto bytes = f.Bytes();
+  for (qd::codec::Kernel kernel : qd::codec::AvailableKernels()) {
+    SCOPED_TRACE(std::string(qd::codec::KernelName(kernel)));
+    // Continuous v2: column 0 codes: field 0 = 3; field 10 = (w0 >> 30) | (w1 << 2)
+    // = 2 | 4 = 6; field 21 = (w1 >> 31) | (w2 << 1) = 0 | 6 = 6; field 22 =
+    // (w2 >> 2) & 7 = 0; others 0. Zeros: field 0 = 1, field 21 =
+    // (z1 >> 31) | (z2 << 1) = 4, field 22 = (z2 >> 2) & 7 = 0, others 0.
+    ExpectWeights(qd::codec::DecodeGptqFile({bytes.data(), bytes.size()}, kFile,
+                                            {Cfg(R"({"bits": 3, "group_size": 32, "format": "gptq_v2"})")},
+                                            kernel),
+                  "p.weight", 32, 32, [](std::uint64_t n, std::uint64_t k) -> float {
+                    const int z = n == 0 ? 1 : n == 21 ? 4 : 0;
+                    int c = 0;
+                    if (n == 0) c = k == 0 ? 3 : k == 10 ? 6 : k == 21 ? 6 : 0;
+                    return static_cast<float>(c - z);
+                  });
+    // Planar (planes [2, 1]): column 0: part0 of k from word k / 16 at bit
+    // 2 (k % 16); part1 from word 2 bit k. Word 0 = 0x80000003: k 0 -> 3,
+    // k 15 -> 2; word 1 = 1: k 16 -> 1; word 2 = 3: k 0, 1 get + 4.
+    // codes: k0 = 7, k1 = 4, k15 = 2, k16 = 1. Zeros row: word 0 = 1: n 0 -> 1;
+    // word 2 = 2: n 1 -> 4.
+    ExpectWeights(qd::codec::DecodeGptqFile({bytes.data(), bytes.size()}, kFile,
+                                            {Cfg(R"({"bits": 3, "group_size": 32, "format": "gptq_p"})")},
+                                            kernel),
+                  "p.weight", 32, 32, [](std::uint64_t n, std::uint64_t k) -> float {
+                    const int z = n == 0 ? 1 : n == 1 ? 4 : 0;
+                    int c = 0;
+                    if (n == 0) c = k == 0 ? 7 : k == 1 ? 4 : k == 15 ? 2 : k == 16 ? 1 : 0;
+                    return static_cast<float>(c - z);
+                  });
+    // v1 reading of the same words: zero = field + 1.
+    ExpectWeights(qd::codec::DecodeGptqFile({bytes.data(), bytes.size()}, kFile,
+                                            {Cfg(R"({"bits": 3, "group_size": 32})")}, kernel),
+                  "p.weight", 32, 32, [](std::uint64_t n, std::uint64_t k) -> float {
+                    const int z = 1 + (n == 0 ? 1 : n == 21 ? 4 : 0);
+                    int c = 0;
+                    if (n == 0) c = k == 0 ? 3 : k == 10 ? 6 : k == 21 ? 6 : 0;
+                    return static_cast<float>(c - z);
+                  });
+  }
+}
+
+TEST(GptqDecode, FloodedV1ZeroDecodesAsTwoToTheBits) {
+  // 4 bits, one group; qzeros field 0 = 15 -> zero 16, not 0; code 0; scale 1.
+  FileSpec f;
+  f.Add("p.qweight", "I32", {4, 32}, Words(std::vector<std::uint32_t>(128, 0)));
+  f.Add("p.qzeros", "I32", {1, 4}, Words({0xf, 0, 0, 0}));
+  f.Add("p.scales", "F16", {1, 32}, Halves(std::vector<std::uint16_t>(32, 0x3c00)));
+  f.Add("p.g_idx", "I32", {32}, Words(std::vector<std::uint32_t>(32, 0)));
+  const auto bytes = f.Bytes();
+  const qd::Outcome o = qd::codec::DecodeGptqFile({bytes.data(), bytes.size()}, kFile,
+                                                  {Cfg(R"({"bits": 4, "group_size": 32})")});
+  ASSERT_EQ(o.findings.size(), 1u);
+  EXPECT_EQ(o.findings[0].rule, "GPTQ-107");
+  ExpectWeights(o, "p.weight", 32, 32,
+                [](std::uint64_t n, std::uint64_t) -> float { return n == 0 ? -16.0f : -1.0f; });
+}
+
+TEST(GptqDecode, GidxSelectsTheGroup) {
+  // 8 bits, K 32, N 32, group 16 -> 2 groups; g_idx reversed halves: k < 16
+  // uses group 1, k >= 16 group 0. qweight all 0; qzeros v2 group 0 fields 1,
+  // group 1 fields 2 (bytes); scales group 0 = 1, group 1 = 0.5 (F16).
+  FileSpec f;
+  f.Add("p.qweight", "I32", {8, 32}, Words(std::vector<std::uint32_t>(256, 0)));
+  std::vector<std::uint32_t> z(16, 0x01010101u);
+  for (int i = 8; i < 16; ++i) z[i] = 0x02020202u;
+  f.Add("p.qzeros", "I32", {2, 8}, Words(z));
+  std::vector<std::uint16_t> s(64, 0x3c00);
+  for (int i = 32; i < 64; ++i) s[i] = 0x3800;
+  f.Add("p.scales", "F16", {2, 32}, Halves(s));
+  std::vector<std::uint32_t> g(32);
+  for (int k = 0; k < 32; ++k) g[k] = k < 16 ? 1 : 0;
+  f.Add("p.g_idx", "I32", {32}, Words(g));
+  const auto bytes = f.Bytes();
+  ExpectWeights(qd::codec::DecodeGptqFile({bytes.data(), bytes.size()}, kFile,
+                                          {Cfg(R"({"bits": 8, "group_size": 16, "format": "gptq_v2"})")}),
+                "p.weight", 32, 32,
+                [](std::uint64_t, std::uint64_t k) -> float { return k < 16 ? -1.0f : -1.0f; });
+  // v1: zeros 2 and 3: k < 16 -> (0 - 3) * 0.5, k >= 16 -> (0 - 2) * 1.
+  ExpectWeights(qd::codec::DecodeGptqFile({bytes.data(), bytes.size()}, kFile,
+                                          {Cfg(R"({"bits": 8, "group_size": 16})")}),
+                "p.weight", 32, 32,
+                [](std::uint64_t, std::uint64_t k) -> float { return k < 16 ? -1.5f : -2.0f; });
+}
+
+}  // namespace
