@@ -45,7 +45,7 @@ extern const std::string_view kCampaignHelp =
     "                 a seed derived from S and i, so a run repeats exactly\n"
     "  --out DIR      where to write summary.txt, report.json and the saved\n"
     "                 instances (default ./campaign-out)\n"
-    "  --format NAME  only this format (rbq, bnb, safetensors); repeat with commas\n"
+    "  --format NAME  only this format (rbq, bnb, gptq, safetensors); repeat with commas\n"
     "  --instances N  stop after N instances even if time remains\n"
     "\n"
     "exit: 0 no divergence and no expectation failure, 1 otherwise,\n"

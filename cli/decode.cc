@@ -20,13 +20,15 @@ extern const std::string_view kDecodeHelp =
     "\n"
     "Decodes FILE with the production codec of its format and writes every\n"
     "decoded tensor as F32, under its name and with its logical shape (a Q4B32 or\n"
-    "Q8B32 matrix becomes [rows, columns]), to a plain safetensors file. Tensors\n"
+    "Q8B32 matrix becomes [rows, columns], a GPTQ layer P.qweight/qzeros/scales/\n"
+    "g_idx becomes P.weight [out_features, in_features]), to a plain safetensors\n"
+    "file. Tensors\n"
     "the format does not decode to floating point (integer dtypes) are left out.\n"
     "The output is written to OUT.tmp and renamed, so it appears whole or not at\n"
     "all. Warnings are printed to standard error.\n"
     "\n"
     "  --out FILE     the safetensors file to write (required)\n"
-    "  --format NAME  read FILE as NAME (rbq, bnb, safetensors) instead of detecting\n"
+    "  --format NAME  read FILE as NAME (rbq, bnb, gptq, safetensors) instead of detecting\n"
     "  --config FILE  FILE's quantize config (GPTQ); without it the config is looked\n"
     "                 up beside FILE: STEM.quantize_config.json, quantize_config.json,\n"
     "                 quant_config.json, then config.json's quantization_config\n"
@@ -150,7 +152,8 @@ int RunDecode(const std::vector<std::string>& argv) {
     return IoError("decode", path + ": " + std::string(format.name) + " codec failed: " + error);
   }
   for (const qd::Finding& f : outcome->findings) {
-    std::fprintf(stderr, "%s: %s\n", qd::reports::ForTerminal(path).c_str(),
+    // A config finding names its config source, every other one FILE.
+    std::fprintf(stderr, "%s: %s\n", qd::reports::ForTerminal(f.file.empty() ? path : f.file).c_str(),
                  qd::reports::FindingLine(f).c_str());
   }
   if (outcome->refused) {

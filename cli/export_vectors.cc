@@ -21,7 +21,8 @@ extern const std::string_view kExportVectorsHelp =
     "DIR/<format>.json lists test groups (valid instances, then one group per\n"
     "rule the generators can break) of tests {tcId, comment, file, result,\n"
     "flags, crc32, size}, and DIR/<format>/<tcId>.safetensors holds each test's\n"
-    "bytes. result and flags are the ORACLE's reading of the file, never the\n"
+    "bytes. A test whose file comes with config files (GPTQ) is written as\n"
+    "DIR/<format>/<tcId>/model.safetensors beside them, listed under configs. result and flags are the ORACLE's reading of the file, never the\n"
     "codec's: \"valid\" (accepted, no finding), \"acceptable\" (accepted with\n"
     "warnings) or \"invalid\" (refused); flags are the rule IDs it reported, and\n"
     "notes maps each flag to the catalogue's text. The same seed writes the same\n"
@@ -30,7 +31,7 @@ extern const std::string_view kExportVectorsHelp =
     "  --out DIR      output directory (default corpus/vectors)\n"
     "  --count N      tests per group (default 4)\n"
     "  --seed S       generator seed (default 1)\n"
-    "  --format NAME  only this format (rbq, bnb, safetensors)\n"
+    "  --format NAME  only this format (rbq, bnb, gptq, safetensors)\n"
     "\n"
     "exit: 0 written, 2 usage error or unwritable DIR\n";
 

@@ -23,7 +23,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds="${1:-60}"
 shift || true
 all_targets=(safetensors_header_diff rbq_file_diff rbq_roundtrip rbq_matvec bnb_file_diff
-             bnb_roundtrip)
+             bnb_roundtrip gptq_file_diff gptq_config_diff gptq_roundtrip)
 if [[ $# -gt 0 ]]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -eq 0 ]]; then
   echo "usage: $0 [SECONDS] [TARGET...]" >&2
@@ -38,6 +38,9 @@ max_len_of() {
     rbq_matvec) echo 4096 ;;            # 64 Q8B32 blocks + 256 floats + tail
     bnb_file_diff) echo 8192 ;;         # op lists, or whole files in raw mode
     bnb_roundtrip) echo 16388 ;;        # 4096 binary32 values + tail (or repeated)
+    gptq_file_diff) echo 16384 ;;       # op lists, or config sources + whole files in raw mode
+    gptq_config_diff) echo 4096 ;;      # one or two config sources
+    gptq_roundtrip) echo 34000 ;;       # K*N codes (<= 272 x 128) + G*N zeros + tail
     *) echo 4096 ;;
   esac
 }
@@ -46,6 +49,8 @@ dict_of() {
     safetensors_header_diff) echo "$root/fuzz/safetensors_header.dict" ;;
     rbq_file_diff) echo "$root/fuzz/rbq_file.dict" ;;
     bnb_file_diff) echo "$root/fuzz/bnb_file.dict" ;;
+    gptq_file_diff) echo "$root/fuzz/gptq_file.dict" ;;
+    gptq_config_diff) echo "$root/fuzz/gptq_config.dict" ;;
     *) echo "" ;;
   esac
 }

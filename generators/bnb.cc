@@ -18,7 +18,6 @@ using harness::Generated;
 using harness::Rng;
 using Json = nlohmann::ordered_json;
 
-std::uint64_t Pick(Rng& rng, std::uint64_t n) { return rng() % n; }
 
 template <typename T>
 std::vector<std::uint8_t> AsBytes(const std::vector<T>& values) {
@@ -89,7 +88,7 @@ struct Draft {
       const std::vector<std::uint8_t> text = JsonBytes(state);
       all.push_back({{state_name, "U8", {text.size()}, 0}, text});
     }
-    return Generated{codec::SerializeSafetensors(all, &meta), std::move(rule), std::move(what)};
+    return Generated{codec::SerializeSafetensors(all, &meta), std::move(rule), std::move(what), {}};
   }
 };
 

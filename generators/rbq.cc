@@ -14,7 +14,6 @@ namespace {
 using harness::Generated;
 using harness::Rng;
 
-std::uint64_t Pick(Rng& rng, std::uint64_t n) { return rng() % n; }
 
 const char* DtypeName(int bits) { return bits == 4 ? "Q4B32" : "Q8B32"; }
 
@@ -78,7 +77,7 @@ Parts RandomParts(Rng& rng, RbqFileParams* params_out = nullptr) {
 
 Generated Make(const Parts& parts, std::string rule, std::string what) {
   return Generated{codec::SerializeSafetensors(parts.tensors, &parts.metadata),
-                   std::move(rule), std::move(what)};
+                   std::move(rule), std::move(what), {}};
 }
 
 void SetMeta(codec::MetadataList* m, const std::string& key, const std::string& value) {
@@ -137,7 +136,7 @@ Generated RbqViolation(std::string_view rule, Rng& rng) {
     switch (Pick(rng, 5)) {
       case 0: {
         auto file = codec::SerializeSafetensors(parts.tensors, nullptr);
-        return Generated{file, r, "no __metadata__"};
+        return Generated{file, r, "no __metadata__", {}};
       }
       case 1: SetMeta(&parts.metadata, "format", p.bits == 4 ? "rabbit-q8b32" : "rabbit-q4b32"); break;
       case 2: SetMeta(&parts.metadata, "block", "64"); break;

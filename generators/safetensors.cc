@@ -26,7 +26,6 @@ constexpr PlainDtype kPlainDtypes[] = {
     {"F32", 32}, {"C64", 64},  {"F64", 64},   {"I64", 64},    {"U64", 64},
 };
 
-std::uint64_t Pick(Rng& rng, std::uint64_t n) { return rng() % n; }
 
 codec::TensorWithBytes RandomTensor(Rng& rng, int index) {
   const PlainDtype& d = kPlainDtypes[Pick(rng, std::size(kPlainDtypes))];
@@ -58,7 +57,7 @@ std::vector<codec::TensorWithBytes> RandomTensors(Rng& rng, int at_least) {
 }
 
 Generated Make(std::vector<std::uint8_t> bytes, std::string rule, std::string what) {
-  return Generated{std::move(bytes), std::move(rule), std::move(what)};
+  return Generated{std::move(bytes), std::move(rule), std::move(what), {}};
 }
 
 void SetHeaderLength(std::vector<std::uint8_t>* file, std::uint64_t n) {

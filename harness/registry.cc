@@ -1,10 +1,12 @@
 #include "harness/registry.h"
 
 #include "codecs/bnb.h"
+#include "codecs/gptq.h"
 #include "codecs/rbq.h"
 #include "codecs/safetensors.h"
 #include "generators/generators.h"
 #include "oracles/bnb.h"
+#include "oracles/gptq.h"
 #include "oracles/rbq.h"
 #include "oracles/safetensors.h"
 
@@ -83,6 +85,26 @@ qd::Outcome OracleBnb(qd::ByteView file, const std::string& name, const SideFile
   return oracle::ReadBnbFile(file, name);
 }
 
+qd::Outcome CodecGptq(qd::ByteView file, const std::string& name, const SideFiles& side_files) {
+  return codec::DecodeGptqFile(file, name, side_files);
+}
+
+qd::Outcome StreamGptq(qd::ByteView file, const std::string& name, const SideFiles& side_files,
+                       codec::DecodeSink& sink) {
+  return codec::StreamGptqFile(file, name, side_files, sink);
+}
+
+qd::Outcome CheckGptq(qd::ByteView file, const std::string& name, const SideFiles& side_files) {
+  codec::GptqResult r = codec::ReadGptq(file, name, side_files);
+  return qd::Outcome{r.refused, std::move(r.findings), {}};
+}
+
+qd::Outcome OracleGptq(qd::ByteView file, const std::string& name, const SideFiles& side_files) {
+  return oracle::ReadGptqFile(file, name, side_files);
+}
+
+bool ClaimsGptq(qd::ByteView file) { return codec::ClaimsGptq(file); }
+
 bool ClaimsBnb(qd::ByteView file) { return codec::ReadBnb(file, "").is_bnb; }
 
 bool ClaimsAny(qd::ByteView) { return true; }
@@ -101,6 +123,10 @@ const std::vector<FormatEntry>& Formats() {
       {"bnb", {"BNB-"}, "bitsandbytes 4-bit NF4/FP4, 8-bit blockwise, int8 row-scaled (spec 000)",
        &CodecBnb, &StreamBnb, &CheckBnb, &OracleBnb, &ClaimsBnb, &gen::BnbValid,
        &gen::BnbViolableRules, &gen::BnbViolation, &BnbVariants},
+      {"gptq", {"GPTQ-", "CFG-"},
+       "GPTQ v1 / v2 continuous pack and planar GPTQ_P with quantize configs (specs 001, 004)",
+       &CodecGptq, &StreamGptq, &CheckGptq, &OracleGptq, &ClaimsGptq, &gen::GptqValid,
+       &gen::GptqViolableRules, &gen::GptqViolation},
       {"safetensors", {"ST-"}, "safetensors container", &CodecSafetensors, &StreamSafetensors, &CheckSafetensors,
        &OracleSafetensors, &ClaimsAny, &gen::SafetensorsValid,
        &gen::SafetensorsViolableRules, &gen::SafetensorsViolation},

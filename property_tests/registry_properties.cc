@@ -13,6 +13,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <map>
@@ -30,17 +31,22 @@ using qd::harness::FormatEntry;
 
 constexpr char kFile[] = "registry.safetensors";
 
+// The catalogue's rules, oracles/rules.json.
+const nlohmann::json& CatalogueRules() {
+  static const nlohmann::json rules = [] {
+    std::ifstream in(std::string(QD_SOURCE_DIR) + "/oracles/rules.json");
+    const nlohmann::json catalogue = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (catalogue.is_object() && catalogue.contains("rules")) return catalogue["rules"];
+    return nlohmann::json::array();
+  }();
+  return rules;
+}
+
 // rule ID -> "MUST" | "SHOULD" | "warning", from the catalogue.
 const std::map<std::string, std::string>& Severities() {
   static const std::map<std::string, std::string> severities = [] {
     std::map<std::string, std::string> out;
-    std::ifstream in(std::string(QD_SOURCE_DIR) + "/oracles/rules.json");
-    const nlohmann::json catalogue = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (catalogue.is_object() && catalogue.contains("rules")) {
-      for (const auto& rule : catalogue["rules"]) {
-        out[rule.value("id", "")] = rule.value("severity", "");
-      }
-    }
+    for (const auto& rule : CatalogueRules()) out[rule.value("id", "")] = rule.value("severity", "");
     return out;
   }();
   return severities;
@@ -136,6 +142,26 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 }  // namespace
+
+// Every catalogued rule that refuses or warns (all but kind "decode", which
+// refuse nothing) is one its format's generator can violate, so each is
+// reached by RegistryViolation below, warnings included.
+TEST(RegistryProperties, EveryRefusingOrWarningRuleIsGenerated) {
+  ASSERT_FALSE(CatalogueRules().empty());
+  for (const auto& rule : CatalogueRules()) {
+    const std::string id = rule.value("id", "");
+    if (rule.value("kind", "") == "decode") continue;
+    const FormatEntry* owner = nullptr;
+    for (const FormatEntry& f : qd::harness::Formats()) {
+      if (f.OwnsRule(id)) owner = &f;
+    }
+    ASSERT_NE(owner, nullptr) << id;
+    const std::vector<std::string> violable = owner->violable_rules();
+    EXPECT_NE(std::find(violable.begin(), violable.end(), id), violable.end())
+        << id << " (" << rule.value("severity", "") << ") is not reached by " << owner->name
+        << "'s generate_violation";
+  }
+}
 
 // Every rule a generator says it can violate is in the catalogue and owned by
 // the format (its ID starts with one of the format's rule_prefixes).

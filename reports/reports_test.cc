@@ -133,6 +133,35 @@ TEST(Writers, JsonShape) {
   EXPECT_FALSE(doc.contains("verdicts"));
 }
 
+// A config finding (CFG-*) names its config source; every writer reports it
+// against that file, and JSON keeps the file that was read as "input".
+TEST(Writers, FindingsAboutAConfigNameTheConfig) {
+  Report report{"check", {}};
+  FileReport model;
+  model.path = "m/model.safetensors";
+  model.format = "gptq";
+  model.refused = true;
+  qd::Finding f;
+  f.rule = "CFG-010";
+  f.file = "m/quantize_config.json";
+  f.field = "bits";
+  f.message = "bits 4 here, 8 in m/config.json";
+  model.findings = {f};
+  report.files.push_back(model);
+
+  const nlohmann::json doc = nlohmann::json::parse(WriteJson(report));
+  ASSERT_EQ(doc["findings"].size(), 1u);
+  EXPECT_EQ(doc["findings"][0]["file"], "m/quantize_config.json");
+  EXPECT_EQ(doc["findings"][0]["input"], "m/model.safetensors");
+  const nlohmann::json sarif = nlohmann::json::parse(WriteSarif(report));
+  EXPECT_EQ(sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+                 ["artifactLocation"]["uri"],
+            "m/quantize_config.json");
+  EXPECT_EQ(WriteText(report).rfind("m/quantize_config.json: CFG-010 error field=bits", 0), 0u)
+      << WriteText(report);
+  EXPECT_NE(WriteJUnit(report).find("m/quantize_config.json: CFG-010"), std::string::npos);
+}
+
 TEST(Writers, JsonSurvivesInvalidUtf8) {
   Report report{"check", {}};
   FileReport f;

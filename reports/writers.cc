@@ -63,6 +63,14 @@ std::string FindingLine(const qd::Finding& f) {
   return s;
 }
 
+// The file a finding is about: the config source for a CFG-* finding, else
+// the file the command read (which readers also put in Finding::file).
+namespace {
+const std::string& FindingFile(const FileReport& file, const qd::Finding& f) {
+  return f.file.empty() ? file.path : f.file;
+}
+}  // namespace
+
 // ---------------------------------------------------------------------------
 // Text
 
@@ -75,7 +83,9 @@ std::string WriteText(const Report& report) {
              "; oracle " + VerdictText(*file.oracle) +
              (file.divergence ? "" : " (agree)") + "\n";
     }
-    for (const qd::Finding& f : file.findings) out += path + ": " + FindingLine(f) + "\n";
+    for (const qd::Finding& f : file.findings) {
+      out += ForTerminal(FindingFile(file, f)) + ": " + FindingLine(f) + "\n";
+    }
     if (file.divergence) {
       out += path + ": " + ForTerminal(file.divergence->signature) + ": " +
              ForTerminal(file.divergence->detail) + "\n";
@@ -114,7 +124,8 @@ std::string WriteJson(const Report& report) {
       Json j = Json::object();
       j["rule"] = Str(f.rule);
       j["severity"] = SeverityWord(f.severity);
-      j["file"] = Str(file.path);
+      j["file"] = Str(FindingFile(file, f));
+      if (FindingFile(file, f) != file.path) j["input"] = Str(file.path);
       j["tensor"] = StrOrNull(f.tensor);
       j["field"] = StrOrNull(f.field);
       j["position"] = std::move(position);
@@ -168,10 +179,10 @@ std::string WriteJUnit(const Report& report) {
     for (const qd::Finding& f : file.findings) {
       if (f.severity == qd::Severity::kError) {
         body += "      <failure type=\"" + ForXml(f.rule) + "\" message=\"" +
-                ForXml(f.rule + ": " + f.message) + "\">" + ForXml(FindingLine(f)) +
-                "</failure>\n";
+                ForXml(f.rule + ": " + f.message) + "\">" +
+                ForXml(FindingFile(file, f) + ": " + FindingLine(f)) + "</failure>\n";
       } else {
-        out_text += FindingLine(f) + "\n";
+        out_text += FindingFile(file, f) + ": " + FindingLine(f) + "\n";
       }
     }
     if (file.divergence) {
@@ -260,7 +271,7 @@ std::string WriteSarif(const Report& report) {
       if (const std::int64_t i = rule_index(f.rule); i >= 0) result["ruleIndex"] = i;
       result["level"] = f.severity == qd::Severity::kError ? "error" : "warning";
       result["message"] = {{"text", Str(f.message.empty() ? f.rule : f.message)}};
-      result["locations"] = SarifLocation(file.path, f.byte_offset);
+      result["locations"] = SarifLocation(FindingFile(file, f), f.byte_offset);
       Json props = Json::object();
       props["format"] = Str(file.format);
       if (!f.tensor.empty()) props["tensor"] = Str(f.tensor);

@@ -36,6 +36,9 @@ std::optional<OutputFormat> ParseOutputFormat(std::string_view name);
 // absent parts left out, escaped for a terminal.
 std::string FindingLine(const qd::Finding& finding);
 
+// In every writer a finding is reported against the file it names
+// (Finding::file: a config source for CFG-* findings), else the file read;
+// JSON adds "input", the file read, when the two differ.
 // One line per finding ("file: " + FindingLine), "file: ok (format)" for a
 // file with none, the verdicts and divergences of a diff, then a summary.
 std::string WriteText(const Report& report);

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <zlib.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -767,6 +768,149 @@ TEST_F(CliTest, ExportVectorsFollowTheOracle) {
   ASSERT_EQ(Quantdiff({"export-vectors", "--out", again.string(), "--count", "2", "--seed", "3"}).exit_code, 0);
   EXPECT_EQ(ReadText(out / "rbq.json"), ReadText(again / "rbq.json"));
   EXPECT_EQ(ReadText(out / "safetensors.json"), ReadText(again / "safetensors.json"));
+}
+
+// ---------------------------------------------------------------------------
+// GPTQ: the config found beside the file (docs/gptq.md section 1)
+
+// One 4-bit layer "layer.", K = N = 32, group_size 32 (one group), built from
+// docs/gptq.md sections 2 and 4: qweight [4][32] with every word 0x76543210
+// (field j of word r is code 8r + j, so code(k, n) = k % 8), qzeros [1][4]
+// with every word `zero_word`, scales [1][32] F16 1.0 except column 1, -0.5
+// (0xB800), g_idx all 0.
+Bytes GptqFile(std::uint32_t zero_word) {
+  Bytes data;
+  auto put32 = [&data](std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) data.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  };
+  for (int i = 0; i < 4 * 32; ++i) put32(0x76543210u);
+  for (int i = 0; i < 4; ++i) put32(zero_word);
+  for (int n = 0; n < 32; ++n) {
+    const std::uint16_t half = n == 1 ? 0xB800 : 0x3C00;
+    data.push_back(static_cast<std::uint8_t>(half));
+    data.push_back(static_cast<std::uint8_t>(half >> 8));
+  }
+  for (int k = 0; k < 32; ++k) put32(0);
+  return File(R"({"layer.qweight":{"dtype":"I32","shape":[4,32],"data_offsets":[0,512]},)"
+              R"("layer.qzeros":{"dtype":"I32","shape":[1,4],"data_offsets":[512,528]},)"
+              R"("layer.scales":{"dtype":"F16","shape":[1,32],"data_offsets":[528,592]},)"
+              R"("layer.g_idx":{"dtype":"I32","shape":[32],"data_offsets":[592,720]}})",
+              data);
+}
+
+std::string GptqConfig(const std::string& format, int bits) {
+  return R"({"bits":)" + std::to_string(bits) + R"(,"group_size":32,"format":")" + format +
+         R"(","sym":false,"desc_act":false})";
+}
+
+Bytes Text(const std::string& text) { return Bytes(text.begin(), text.end()); }
+
+// out[n][k] = (k % 8 - 3) * scale[n] (section 6): the zero is 3 in every file
+// below (v1 stores 2, v2 stores 3).
+void ExpectGptqWeights(const fs::path& out) {
+  const auto tensors = ReadF32File(out);
+  ASSERT_EQ(tensors.size(), 1u);
+  ASSERT_TRUE(tensors.count("layer.weight"));
+  const SafetensorsTensor& w = tensors.at("layer.weight");
+  EXPECT_EQ(w.shape, (std::vector<std::uint64_t>{32, 32}));
+  ASSERT_EQ(w.values.size(), 32u * 32u);
+  for (int n = 0; n < 32; ++n) {
+    for (int k = 0; k < 32; ++k) {
+      const float scale = n == 1 ? -0.5f : 1.0f;
+      const float want = static_cast<float>(k % 8 - 3) * scale;
+      const float got = w.values[static_cast<std::size_t>(n * 32 + k)];
+      EXPECT_EQ(got, want) << "n " << n << " k " << k;
+      EXPECT_EQ(std::signbit(got), std::signbit(want)) << "n " << n << " k " << k;
+    }
+  }
+  // (3 - 3) * -0.5 is -0.0 by IEEE: the sign survives.
+  EXPECT_TRUE(std::signbit(w.values[32 + 3]));
+}
+
+TEST_F(CliTest, DecodeGptqFindsTheConfigBesideTheFile) {
+  struct Case {
+    const char* what;
+    const char* config_name;
+    std::string config;
+    std::uint32_t zero_word;
+  };
+  const std::vector<Case> cases = {
+      {"v1 in STEM.quantize_config.json", "model.quantize_config.json", GptqConfig("gptq", 4),
+       0x22222222u},
+      {"v2 in quantize_config.json", "quantize_config.json", GptqConfig("gptq_v2", 4), 0x33333333u},
+      {"v1 in quant_config.json, aliases", "quant_config.json",
+       R"({"w_bit":4,"q_group_size":32,"quant_method":"gptq"})", 0x22222222u},
+      {"v2 nested in config.json", "config.json",
+       R"({"model_type":"llama","quantization_config":)" + GptqConfig("gptq_v2", 4) + "}",
+       0x33333333u},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    fs::remove_all(dir_ / "m");
+    fs::create_directories(dir_ / "m");
+    const fs::path in = Write("m/model.safetensors", GptqFile(c.zero_word));
+    Write(std::string("m/") + c.config_name, Text(c.config));
+    const fs::path out = dir_ / "m" / "out.safetensors";
+    const Result run = Quantdiff({"decode", in.string(), "--out", out.string()});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    ExpectGptqWeights(out);
+    const Result diff = Quantdiff({"diff", in.string()});
+    EXPECT_EQ(diff.exit_code, 0) << diff.out << diff.err;
+  }
+}
+
+TEST_F(CliTest, GptqConfigFlagReplacesDiscovery) {
+  const fs::path in = Write("model.safetensors", GptqFile(0x33333333u));
+  // Beside the file: a v1 config, under which the zero would read 4.
+  Write("quantize_config.json", Text(GptqConfig("gptq", 4)));
+  const fs::path given = Write("v2.json", Text(GptqConfig("gptq_v2", 4)));
+  const fs::path out = dir_ / "out.safetensors";
+  const Result run =
+      Quantdiff({"decode", in.string(), "--out", out.string(), "--config", given.string()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ExpectGptqWeights(out);
+
+  // A --config that does not exist is an I/O error, not a finding.
+  const Result missing = Quantdiff(
+      {"decode", in.string(), "--out", out.string(), "--config", (dir_ / "nope.json").string()});
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+}
+
+TEST_F(CliTest, CheckGptqConfigFindingsNameTheConfig) {
+  const fs::path in = Write("model.safetensors", GptqFile(0x33333333u));
+  {  // No config anywhere: CFG-003 on the safetensors file.
+    const Result run = Quantdiff({"check", in.string(), "--report", "json"});
+    EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+    const Json report = Json::parse(run.out);
+    const Json* error = ErrorFinding(report);
+    ASSERT_NE(error, nullptr) << run.out;
+    EXPECT_EQ((*error)["rule"], "CFG-003");
+    EXPECT_EQ((*error)["file"], in.string());
+  }
+  {  // Two sources disagree on bits: CFG-010 names the winner.
+    const fs::path winner = Write("quantize_config.json", Text(GptqConfig("gptq_v2", 4)));
+    Write("config.json", Text(R"({"quantization_config":)" + GptqConfig("gptq_v2", 8) + "}"));
+    const Result run = Quantdiff({"check", in.string(), "--report", "json"});
+    EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+    const Json report = Json::parse(run.out);
+    const Json* error = ErrorFinding(report);
+    ASSERT_NE(error, nullptr) << run.out;
+    EXPECT_EQ((*error)["rule"], "CFG-010");
+    EXPECT_EQ((*error)["file"], winner.string());
+    EXPECT_EQ((*error)["field"], "bits");
+  }
+  {  // 5 bits labelled gptq (spec 001: {2, 3, 4, 8}): GPTQ-001 on the config.
+    const fs::path config = Write("quantize_config.json", Text(GptqConfig("gptq", 5)));
+    fs::remove(dir_ / "config.json");
+    const Result run = Quantdiff({"check", in.string(), "--report", "json"});
+    EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+    const Json report = Json::parse(run.out);
+    const Json* error = ErrorFinding(report);
+    ASSERT_NE(error, nullptr) << run.out;
+    EXPECT_EQ((*error)["rule"], "GPTQ-001");
+    EXPECT_EQ((*error)["file"], config.string());
+    EXPECT_EQ((*error)["field"], "bits");
+  }
 }
 
 }  // namespace
