@@ -436,19 +436,28 @@ bool Checker::CheckOthers(const std::vector<Source>& sources, const Resolved& w)
   for (std::size_t s = 1; s < sources.size(); ++s) {
     const Resolved o = Resolve(sources[s].config);
     const char* field = nullptr;
+    std::string mine, theirs;  // the two values, for the message
     if (o.method.text != w.method.text) {
       field = "method";
+      mine = w.method.text;
+      theirs = o.method.text;
     } else if (o.format.text != w.format.text) {
       field = "format";
+      mine = w.format.text;
+      theirs = o.format.text;
     } else if (o.bits.key != nullptr && o.bits.number != w.bits.number) {
       field = "bits";
+      mine = std::to_string(w.bits.number);
+      theirs = std::to_string(o.bits.number);
     } else if (o.group_size.key != nullptr && o.group_size.number != w.group_size.number) {
       field = "group_size";
+      mine = std::to_string(w.group_size.number);
+      theirs = std::to_string(o.group_size.number);
     }
     if (field != nullptr) {
       return ConfigError("CFG-010", wname, field,
-                         std::string(field) + " differs between " + wname + " and " +
-                             sources[s].name);
+                         std::string(field) + " is " + mine + " in " + wname + " but " + theirs +
+                             " in " + sources[s].name + "; the sources must agree");
     }
   }
   for (std::size_t s = 1; s < sources.size(); ++s) {

@@ -14,7 +14,9 @@
 #
 # Environment: QD_FUZZ_BUILD_DIR overrides the build folder (default: the
 # preset's build/fuzz); QD_FUZZ_JOBS the build parallelism (default 2);
-# QD_FUZZ_KEEP=1 keeps the scratch folders; QD_FUZZ_KEEP_GOING=1 runs
+# QD_FUZZ_KEEP=1 keeps the scratch folders; QD_FUZZ_CORPUS_DIR=DIR keeps each
+# target's working corpus in DIR/<target> across runs (the seeds are added to
+# it, never removed: what the nightly job uses); QD_FUZZ_KEEP_GOING=1 runs
 # libFuzzer in fork mode with one worker (-fork=1 -ignore_crashes=1), so a
 # known divergence does not end the run; one input per signature is kept.
 set -euo pipefail
@@ -78,12 +80,17 @@ for t in "${targets[@]}"; do
   bin="$build/fuzz/$t"
   [[ -x "$bin" ]] || { echo "no binary $bin" >&2; exit 2; }
   work="$scratch/$t"
-  mkdir -p "$work/corpus" "$work/artifacts"
+  if [[ -n "${QD_FUZZ_CORPUS_DIR:-}" ]]; then
+    live="$QD_FUZZ_CORPUS_DIR/$t"
+  else
+    live="$work/corpus"
+  fi
+  mkdir -p "$live" "$work/artifacts"
   if [[ -d "corpus/seeds/$t" ]]; then
     find "corpus/seeds/$t" -maxdepth 1 -type f ! -name '.*' ! -name 'README*' \
-      -exec cp {} "$work/corpus/" \;
+      -exec cp -n {} "$live/" \;
   fi
-  if [[ -z "$(ls -A "$work/corpus")" ]]; then
+  if [[ -z "$(ls -A "$live")" ]]; then
     echo "WARNING: corpus/seeds/$t is empty; fuzzing from nothing" >&2
   fi
   args=(-max_total_time="$seconds" -max_len="$(max_len_of "$t")" -timeout=25
@@ -96,7 +103,7 @@ for t in "${targets[@]}"; do
   echo "==> $t for ${seconds}s (log: $work/log)"
   status=0
   start=$(date +%s.%N)
-  "$bin" "${args[@]}" "$work/corpus" >"$work/log" 2>&1 || status=$?
+  "$bin" "${args[@]}" "$live" >"$work/log" 2>&1 || status=$?
   end=$(date +%s.%N)
   n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -1)
   # Fork mode prints no final stats: take the last "#<runs>" status line.
