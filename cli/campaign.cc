@@ -36,7 +36,9 @@ extern const std::string_view kCampaignHelp =
     "                       warning rule R accepted with R among the warnings\n"
     "The bytes of the first instances of every signature are saved under\n"
     "DIR/divergences/ and DIR/expectation-failures/ as\n"
-    "<signature>-<crc32>.safetensors; `quantdiff diff FILE` replays one.\n"
+    "<signature>-<crc32>.safetensors (an instance that comes with config files\n"
+    "is the folder <signature>-<crc32>/ holding model.safetensors beside them);\n"
+    "`quantdiff diff FILE` replays one.\n"
     "A progress line goes to standard error about once a second; Ctrl-C stops\n"
     "early and still writes the summary.\n"
     "\n"
@@ -296,7 +298,7 @@ class Campaign {
     ++p.count;
     std::string saved;
     if (p.saved.size() < kSavedPerSignature) {
-      saved = Save(divergence ? "divergences" : "expectation-failures", signature, in.generated.bytes);
+      saved = Save(divergence ? "divergences" : "expectation-failures", signature, in.generated);
       if (!saved.empty() && std::find(p.saved.begin(), p.saved.end(), saved) == p.saved.end()) {
         p.saved.push_back(saved);
       }
@@ -315,17 +317,30 @@ class Campaign {
   }
 
   // Writes the bytes once under DIR/<sub>/<signature>-<crc32>.safetensors;
-  // returns the path relative to DIR, or "" when it could not be written.
+  // an instance with side files (a GPTQ config) becomes the folder
+  // DIR/<sub>/<signature>-<crc32>/ holding model.safetensors beside its
+  // configs, the layout `quantdiff diff` looks them up in. Returns the path
+  // of the file relative to DIR, or "" when it could not be written.
   std::string Save(const std::string& sub, const std::string& signature,
-                   const std::vector<std::uint8_t>& bytes) {
-    const std::string relative = sub + "/" + Sanitise(signature) + "-" +
-                                 Crc32Hex(bytes.data(), bytes.size()) + ".safetensors";
-    const std::string path = out_dir_ + "/" + relative;
+                   const qd::harness::Generated& generated) {
+    const std::vector<std::uint8_t>& bytes = generated.bytes;
+    const std::string base = sub + "/" + Sanitise(signature) + "-" + Crc32Hex(bytes.data(), bytes.size());
+    const std::string folder = generated.side_files.empty() ? sub : base;
+    const std::string relative =
+        generated.side_files.empty() ? base + ".safetensors" : base + "/model.safetensors";
     std::error_code ec;
-    std::filesystem::create_directories(out_dir_ + "/" + sub, ec);
+    std::filesystem::create_directories(out_dir_ + "/" + folder, ec);
     std::string error;
-    if (!WriteFileAtomic(path, {reinterpret_cast<const char*>(bytes.data()), bytes.size()},
-                         &error)) {
+    bool ok = WriteFileAtomic(out_dir_ + "/" + relative,
+                              {reinterpret_cast<const char*>(bytes.data()), bytes.size()}, &error);
+    for (const qd::SideFile& side : generated.side_files) {
+      if (!ok) break;
+      const std::string name = std::filesystem::path(side.name).filename().string();
+      ok = WriteFileAtomic(out_dir_ + "/" + folder + "/" + name,
+                           {reinterpret_cast<const char*>(side.bytes.data()), side.bytes.size()},
+                           &error);
+    }
+    if (!ok) {
       ClearProgress();
       std::fprintf(stderr, "quantdiff campaign: %s\n", error.c_str());
       return "";

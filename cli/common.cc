@@ -1,5 +1,7 @@
 #include "cli/common.h"
 
+#include "reports/escape.h"
+
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -312,6 +314,13 @@ bool FindSideFiles(const std::string& path, const std::optional<std::string>& co
     out->push_back(std::move(side));
   }
   return true;
+}
+
+void PrintFindings(const std::string& path, const std::vector<qd::Finding>& findings) {
+  for (const qd::Finding& f : findings) {
+    std::fprintf(stderr, "%s: %s\n", qd::reports::ForTerminal(f.file.empty() ? path : f.file).c_str(),
+                 qd::reports::FindingLine(f).c_str());
+  }
 }
 
 }  // namespace qd::cli

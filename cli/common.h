@@ -122,18 +122,24 @@ inline const FlagSpec kConfigFlag = {"config", true};
 bool FindSideFiles(const std::string& path, const std::optional<std::string>& config,
                    qd::harness::SideFiles* out, std::string* error);
 
+// One line per finding on standard error, each under the file it names (a
+// config source for CFG-* findings, else path).
+void PrintFindings(const std::string& path, const std::vector<qd::Finding>& findings);
+
 // Verbs.
 int RunCheck(const std::vector<std::string>& args);
 int RunDecode(const std::vector<std::string>& args);
 int RunDiff(const std::vector<std::string>& args);
 int RunCampaign(const std::vector<std::string>& args);
 int RunExportVectors(const std::vector<std::string>& args);
+int RunConvert(const std::vector<std::string>& args);
 int RunRules(const std::vector<std::string>& args);
 extern const std::string_view kCheckHelp;
 extern const std::string_view kDecodeHelp;
 extern const std::string_view kDiffHelp;
 extern const std::string_view kCampaignHelp;
 extern const std::string_view kExportVectorsHelp;
+extern const std::string_view kConvertHelp;
 extern const std::string_view kRulesHelp;
 
 }  // namespace qd::cli

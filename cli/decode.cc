@@ -151,11 +151,7 @@ int RunDecode(const std::vector<std::string>& argv) {
   if (!outcome) {
     return IoError("decode", path + ": " + std::string(format.name) + " codec failed: " + error);
   }
-  for (const qd::Finding& f : outcome->findings) {
-    // A config finding names its config source, every other one FILE.
-    std::fprintf(stderr, "%s: %s\n", qd::reports::ForTerminal(f.file.empty() ? path : f.file).c_str(),
-                 qd::reports::FindingLine(f).c_str());
-  }
+  PrintFindings(path, outcome->findings);
   if (outcome->refused) {
     std::fprintf(stderr, "quantdiff decode: %s refused by the %.*s codec; nothing written\n",
                  qd::reports::ForTerminal(path).c_str(),

@@ -4,7 +4,7 @@
 //   quantdiff campaign --seconds 60
 //
 // main() picks the verb and answers --help for all of them; each verb lives
-// in its own file (check.cc, decode.cc, diff.cc, campaign.cc,
+// in its own file (check.cc, decode.cc, diff.cc, convert.cc, campaign.cc,
 // export_vectors.cc, rules.cc) and returns the process exit code.
 #include <cstdio>
 #include <exception>
@@ -110,6 +110,8 @@ const std::vector<Verb>& Verbs() {
       {"check", "check files against the rules (codec, no decoding)", kCheckHelp, &RunCheck},
       {"decode", "decode a file to an F32 safetensors file", kDecodeHelp, &RunDecode},
       {"diff", "read files with codec and oracle and compare", kDiffHelp, &RunDiff},
+      {"convert", "repack a GPTQ file as gptq, gptq_v2 or gptq_p (oracle-checked)",
+       kConvertHelp, &RunConvert},
       {"campaign", "generate instances of every format and compare for N seconds",
        kCampaignHelp, &RunCampaign},
       {"export-vectors", "write Wycheproof-like test vectors per format",

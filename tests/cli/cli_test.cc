@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -911,6 +912,63 @@ TEST_F(CliTest, CheckGptqConfigFindingsNameTheConfig) {
     EXPECT_EQ((*error)["file"], config.string());
     EXPECT_EQ((*error)["field"], "bits");
   }
+}
+
+// convert: the contract's v1 -> v2 rule (docs/gptq.md section 9: field + 1)
+// on the hand-made layer, and the refusals it names.
+TEST_F(CliTest, ConvertGptqV1ToV2AddsOneToEveryZeroField) {
+  const fs::path in = Write("v1.safetensors", GptqFile(0x22222222u));
+  Write("v1.quantize_config.json", Text(GptqConfig("gptq", 4)));
+  const fs::path out = dir_ / "v2.safetensors";
+  const Result run = Quantdiff({"convert", in.string(), "--to", "gptq_v2", "--out", out.string()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // The output is the v2 file built by hand (every zero field 3), byte for
+  // byte in its tensors, with a config naming gptq_v2 beside it.
+  const Bytes got = [&] {
+    std::ifstream f(out, std::ios::binary);
+    return Bytes(std::istreambuf_iterator<char>(f), {});
+  }();
+  const Bytes want = GptqFile(0x33333333u);
+  const std::uint64_t got_n = HeaderLength(got), want_n = HeaderLength(want);
+  ASSERT_EQ(got.size() - got_n, want.size() - want_n);
+  EXPECT_TRUE(std::equal(got.begin() + 8 + static_cast<std::ptrdiff_t>(got_n), got.end(),
+                         want.begin() + 8 + static_cast<std::ptrdiff_t>(want_n)));
+  const Json config = Json::parse(ReadText(dir_ / "v2.quantize_config.json"));
+  EXPECT_EQ(config["format"], "gptq_v2");
+  EXPECT_EQ(config["bits"], 4);
+  // check finds that config beside the output; decode gives the same weights.
+  EXPECT_EQ(Quantdiff({"check", out.string()}).exit_code, 0);
+  const fs::path weights = dir_ / "w.safetensors";
+  ASSERT_EQ(Quantdiff({"decode", out.string(), "--out", weights.string()}).exit_code, 0);
+  ExpectGptqWeights(weights);
+}
+
+TEST_F(CliTest, ConvertGptqReportsWhatTheTargetCannotHold) {
+  {  // A v1 zero field of 15 is zero point 16: no 4-bit v2 field (overflow).
+    const fs::path in = Write("flood.safetensors", GptqFile(0xFFFFFFFFu));
+    Write("flood.quantize_config.json", Text(GptqConfig("gptq", 4)));
+    const fs::path out = dir_ / "never.safetensors";
+    const Result run = Quantdiff({"convert", in.string(), "--to", "gptq_v2", "--out", out.string()});
+    EXPECT_EQ(run.exit_code, 1) << run.err;
+    EXPECT_NE(run.err.find("GPTQ-107"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("layer.qzeros row 0, element 0: overflow"), std::string::npos) << run.err;
+    EXPECT_FALSE(fs::exists(out));
+    EXPECT_FALSE(fs::exists(dir_ / "never.quantize_config.json"));
+  }
+  {  // A true zero 0 has no v1 field (underflow).
+    const fs::path in = Write("zero.safetensors", GptqFile(0x00000000u));
+    Write("zero.quantize_config.json", Text(GptqConfig("gptq_v2", 4)));
+    const fs::path out = dir_ / "never.safetensors";
+    const Result run = Quantdiff({"convert", in.string(), "--to", "gptq", "--out", out.string()});
+    EXPECT_EQ(run.exit_code, 1) << run.err;
+    EXPECT_NE(run.err.find("layer.qzeros row 0, element 0: underflow"), std::string::npos) << run.err;
+    EXPECT_FALSE(fs::exists(out));
+  }
+  // Usage: an unknown target.
+  EXPECT_EQ(Quantdiff({"convert", (dir_ / "zero.safetensors").string(), "--to", "awq", "--out",
+                       (dir_ / "x.safetensors").string()})
+                .exit_code,
+            2);
 }
 
 }  // namespace

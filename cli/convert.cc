@@ -1,0 +1,225 @@
+// quantdiff convert: repack a GPTQ file into another GPTQ format (v1 <-> v2,
+// continuous <-> planar), checked by the oracle before anything is kept.
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/common.h"
+#include "codecs/gptq.h"
+#include "codecs/mapped_file.h"
+#include "codecs/safetensors.h"
+#include "harness/differ.h"
+#include "reports/escape.h"
+#include "reports/writers.h"
+
+namespace qd::cli {
+
+extern const std::string_view kConvertHelp =
+    "usage: quantdiff convert FILE --to FORMAT --out OUT.safetensors [--config CONFIG.json]\n"
+    "\n"
+    "Repacks every GPTQ layer of FILE into FORMAT (docs/gptq.md section 9):\n"
+    "  gptq     v1 continuous pack, zero points stored minus one\n"
+    "  gptq_v2  continuous pack, true zero points\n"
+    "  gptq_p   planar bit planes, true zero points\n"
+    "and writes OUT plus OUT's config, STEM.quantize_config.json beside it (the\n"
+    "input's winning config with its format keys set to FORMAT), where check,\n"
+    "diff and decode find it. Every other tensor and the metadata are copied\n"
+    "unchanged (a gptq_checkpoint_format metadata entry is set to FORMAT).\n"
+    "\n"
+    "A zero point the target cannot hold is reported, never wrapped: a v1 zero\n"
+    "field of 2^bits-1 (zero 2^bits, warning GPTQ-107) has no v2 or planar form\n"
+    "(overflow), a true zero 0 has no v1 form (underflow); 5, 6 and 7 bits exist\n"
+    "only planar. Before OUT is kept the reference oracle reads it and must\n"
+    "decode every weight to the same bits as FILE; otherwise nothing is kept.\n"
+    "\n"
+    "  --to FORMAT    gptq, gptq_v2 or gptq_p (required)\n"
+    "  --out FILE     the safetensors file to write (required)\n"
+    "  --config FILE  FILE's quantize config; without it the config is looked up\n"
+    "                 beside FILE as for decode\n"
+    "\n"
+    "exit: 0 written, 1 FILE refused, a zero point or width the target cannot\n"
+    "      hold, or an output the oracle reads differently (nothing written),\n"
+    "      2 usage error, unreadable FILE or unwritable OUT\n";
+
+namespace {
+
+using nlohmann::json;
+
+bool ParseTarget(const std::string& name, qd::codec::GptqFormat* out) {
+  for (qd::codec::GptqFormat f : {qd::codec::GptqFormat::kV1, qd::codec::GptqFormat::kV2,
+                                  qd::codec::GptqFormat::kPlanar}) {
+    if (name == qd::codec::GptqFormatName(f)) {
+      *out = f;
+      return true;
+    }
+  }
+  return false;
+}
+
+// OUT without ".safetensors", + ".quantize_config.json": the first name
+// config discovery tries beside OUT.
+std::string ConfigPathFor(const std::string& out) {
+  constexpr std::string_view kExtension = ".safetensors";
+  std::string stem = out;
+  if (stem.size() >= kExtension.size() &&
+      stem.compare(stem.size() - kExtension.size(), kExtension.size(), kExtension) == 0) {
+    stem.resize(stem.size() - kExtension.size());
+  }
+  return stem + ".quantize_config.json";
+}
+
+// The winning config object with every format key naming the target. The
+// codec accepted the source, so it parses and (for config.json) holds a
+// quantization_config object.
+std::string ConvertedConfig(const qd::SideFile& winner, qd::codec::GptqFormat target) {
+  json config = json::parse(winner.bytes.begin(), winner.bytes.end(), nullptr, false);
+  if (std::filesystem::path(winner.name).filename() == "config.json") {
+    config = config["quantization_config"];
+  }
+  const std::string name = qd::codec::GptqFormatName(target);
+  bool named = false;
+  for (const char* key : {"format", "checkpoint_format", "version"}) {
+    if (config.contains(key) && !config[key].is_null()) {
+      config[key] = name;
+      named = true;
+    }
+  }
+  if (!named) {
+    config["format"] = name;
+    config["checkpoint_format"] = name;
+  }
+  return config.dump(2) + "\n";
+}
+
+}  // namespace
+
+int RunConvert(const std::vector<std::string>& argv) {
+  Args args;
+  std::string error;
+  if (!ParseArgs(argv, {{"to", true}, {"out", true}, kConfigFlag}, &args, &error)) {
+    return UsageError("convert", error);
+  }
+  if (args.positional.size() != 1) return UsageError("convert", "give exactly one FILE");
+  const std::optional<std::string> out = args.Get("out");
+  if (!out || out->empty()) return UsageError("convert", "--out OUT.safetensors is required");
+  const std::optional<std::string> to = args.Get("to");
+  qd::codec::GptqFormat target{};
+  if (!to || !ParseTarget(*to, &target)) {
+    return UsageError("convert", "--to must be gptq, gptq_v2 or gptq_p");
+  }
+
+  const std::string& path = args.positional[0];
+  qd::codec::MappedFile file;
+  if (!OpenInput(path, &file, &error)) return IoError("convert", "cannot read " + error);
+  qd::harness::SideFiles side_files;
+  if (!FindSideFiles(path, args.Get("config"), &side_files, &error)) return IoError("convert", error);
+  const qd::ByteView bytes = file.View();
+
+  const qd::codec::GptqResult read = qd::codec::ReadGptq(bytes, path, side_files);
+  PrintFindings(path, read.findings);
+  if (read.refused) {
+    std::fprintf(stderr, "quantdiff convert: %s refused by the gptq codec; nothing written\n",
+                 qd::reports::ForTerminal(path).c_str());
+    return kExitFound;
+  }
+  if (read.layers.empty()) {
+    std::fprintf(stderr, "quantdiff convert: %s holds no GPTQ layer; nothing written\n",
+                 qd::reports::ForTerminal(path).c_str());
+    return kExitFound;
+  }
+
+  // Every layer's new words, by tensor index; the rest is copied.
+  std::vector<std::vector<std::uint8_t>> replaced(read.container.tensors.size());
+  for (const qd::codec::GptqLayer& layer : read.layers) {
+    qd::codec::GptqPacked packed;
+    qd::codec::GptqPackError pack_error;
+    if (!qd::codec::GptqConvert(qd::codec::ViewOf(read, layer), target, &packed, &pack_error)) {
+      // A zero point the target cannot hold names its qzeros entry; a width
+      // it cannot hold names the layer.
+      const std::string where =
+          pack_error.row >= 0 ? layer.prefix + "qzeros row " + std::to_string(pack_error.row) +
+                                    ", element " + std::to_string(pack_error.column)
+                              : "layer " + layer.prefix;
+      std::fprintf(stderr, "quantdiff convert: %s: %s (%s -> %s): %s; nothing written\n",
+                   qd::reports::ForTerminal(where).c_str(), pack_error.what.c_str(),
+                   qd::codec::GptqFormatName(read.config.format), to->c_str(),
+                   qd::reports::ForTerminal(pack_error.message).c_str());
+      return kExitFound;
+    }
+    auto words = [](const std::vector<std::int32_t>& w) {
+      std::vector<std::uint8_t> b(w.size() * 4);
+      for (std::size_t i = 0; i < w.size(); ++i) {
+        const auto u = static_cast<std::uint32_t>(w[i]);
+        for (int k = 0; k < 4; ++k) b[4 * i + k] = static_cast<std::uint8_t>(u >> (8 * k));
+      }
+      return b;
+    };
+    replaced[layer.qweight] = words(packed.qweight);
+    replaced[layer.qzeros] = words(packed.qzeros);
+  }
+
+  std::vector<qd::codec::TensorWithBytes> tensors;
+  for (std::size_t i = 0; i < read.container.tensors.size(); ++i) {
+    const qd::codec::TensorEntry& t = read.container.tensors[i];
+    qd::codec::TensorWithBytes w;
+    w.spec = {t.name, std::string(qd::codec::InfoOf(t.dtype).name), t.shape, t.end - t.begin};
+    if (!replaced[i].empty()) {
+      w.bytes = std::move(replaced[i]);
+    } else {
+      const std::uint8_t* data = read.container.Data(t);
+      w.bytes.assign(data, data + (t.end - t.begin));
+    }
+    tensors.push_back(std::move(w));
+  }
+  qd::codec::MetadataList metadata = read.container.metadata;
+  for (auto& [key, value] : metadata) {
+    if (key == "gptq_checkpoint_format") value = qd::codec::GptqFormatName(target);
+  }
+  const std::vector<std::uint8_t> converted =
+      qd::codec::SerializeSafetensors(tensors, read.container.has_metadata ? &metadata : nullptr);
+  const std::string config_path = ConfigPathFor(*out);
+  const qd::SideFile* winner = nullptr;
+  for (const qd::SideFile& s : side_files) {
+    if (s.name == read.config.source) winner = &s;
+  }
+  if (winner == nullptr) return IoError("convert", "the winning config source went missing");
+  const std::string config_text = ConvertedConfig(*winner, target);
+
+  // The oracle reads both files; every weight must decode to the same bits.
+  const qd::harness::FormatEntry& gptq = *qd::harness::FindFormat("gptq");
+  const qd::Outcome before = gptq.oracle_read(bytes, path, side_files);
+  const qd::Outcome after = gptq.oracle_read(
+      {converted.data(), converted.size()}, *out,
+      {{config_path, std::vector<std::uint8_t>(config_text.begin(), config_text.end())}});
+  std::string mismatch;
+  if (before.refused || after.refused) {
+    mismatch = before.refused ? "the oracle refuses the input" : "the oracle refuses the output";
+  } else if (auto d = qd::harness::Compare(qd::Outcome{false, {}, after.tensors},
+                                           qd::Outcome{false, {}, before.tensors}, "convert")) {
+    mismatch = "the output decodes differently: " + d->signature + ": " + d->detail;
+  }
+  if (!mismatch.empty()) {
+    std::fprintf(stderr, "quantdiff convert: %s; nothing written\n",
+                 qd::reports::ForTerminal(mismatch).c_str());
+    return kExitFound;
+  }
+
+  if (!WriteFileAtomic(*out, {reinterpret_cast<const char*>(converted.data()), converted.size()},
+                       &error) ||
+      !WriteFileAtomic(config_path, config_text, &error)) {
+    std::remove(out->c_str());
+    return IoError("convert", error);
+  }
+  std::fprintf(stderr, "quantdiff convert: %s [%s] -> %s [%s] with %s: %zu layers, weights unchanged\n",
+               qd::reports::ForTerminal(path).c_str(),
+               qd::codec::GptqFormatName(read.config.format),
+               qd::reports::ForTerminal(*out).c_str(), to->c_str(),
+               qd::reports::ForTerminal(config_path).c_str(), read.layers.size());
+  return kExitOk;
+}
+
+}  // namespace qd::cli
