@@ -172,8 +172,12 @@ TEST(Writers, JsonSurvivesInvalidUtf8) {
   finding.message = "bad \xc0 byte";
   f.findings = {finding};
   report.files.push_back(f);
-  EXPECT_NO_THROW(nlohmann::json::parse(WriteJson(report)));
-  EXPECT_NO_THROW(nlohmann::json::parse(WriteSarif(report)));
+  nlohmann::json json_doc;
+  nlohmann::json sarif_doc;
+  EXPECT_NO_THROW(json_doc = nlohmann::json::parse(WriteJson(report)));
+  EXPECT_NO_THROW(sarif_doc = nlohmann::json::parse(WriteSarif(report)));
+  EXPECT_TRUE(json_doc.is_object());
+  EXPECT_TRUE(sarif_doc.is_object());
 }
 
 TEST(Writers, Text) {
