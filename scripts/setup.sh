@@ -4,7 +4,8 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev librapidcheck-dev
-          nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev)
+          nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+          pkgconf nettle-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
