@@ -1,0 +1,1330 @@
+// pt_codec_test: the torch .pt reader (codecs/pt.h) on hand-built files.
+// A tiny ZIP writer (torch.save's layout: flags 0x0808, `FB` padding to 64,
+// data descriptors, zip64 end records; or Python zipfile's plain layout) and a
+// tiny pickle builder (opcode bytes from the pickle opcode table) live here;
+// every expected rule, field and byte offset comes from docs/pt.md.
+#include <gtest/gtest.h>
+
+#include <zlib.h>
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codecs/pt.h"
+#include "codecs/safetensors.h"
+
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+using qd::codec::Dtype;
+using qd::codec::PtKind;
+using qd::codec::PtResult;
+
+void PutN(Bytes& b, std::uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+void Set32(Bytes& b, std::size_t at, std::uint64_t v) {
+  for (int i = 0; i < 4; ++i) b[at + i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+void Set16(Bytes& b, std::size_t at, std::uint64_t v) {
+  for (int i = 0; i < 2; ++i) b[at + i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+std::uint32_t Crc(const Bytes& d) {
+  return static_cast<std::uint32_t>(crc32(crc32(0, Z_NULL, 0), d.data(), static_cast<uInt>(d.size())));
+}
+
+// ---- ZIP writer -----------------------------------------------------------------
+struct ZEntry {
+  std::string name;
+  Bytes data;
+  bool torch = true;  // torch layout (0x0808, FB padding, descriptor) or zipfile's
+  Bytes central_extra = {};
+};
+struct Zip {
+  Bytes bytes;
+  std::vector<std::uint64_t> h, ds, central;
+  std::uint64_t cd_off = 0, cd_size = 0, eocd = 0;
+  qd::ByteView View() const { return {bytes.data(), bytes.size()}; }
+};
+
+Zip WriteZip(const std::vector<ZEntry>& es, bool zip64 = true) {
+  Zip z;
+  Bytes& b = z.bytes;
+  for (const ZEntry& e : es) {
+    const std::uint64_t h = b.size();
+    z.h.push_back(h);
+    PutN(b, 0x04034b50, 4);
+    PutN(b, e.torch ? 0 : 20, 2);
+    PutN(b, e.torch ? 0x0808 : 0, 2);
+    PutN(b, 0, 2);  // stored
+    PutN(b, 0, 4);  // time, date
+    const std::uint32_t crc = Crc(e.data);
+    PutN(b, e.torch ? 0 : crc, 4);
+    PutN(b, e.torch ? 0 : e.data.size(), 4);
+    PutN(b, e.torch ? 0 : e.data.size(), 4);
+    PutN(b, e.name.size(), 2);
+    std::uint64_t pad = 0;
+    if (e.torch) {
+      const std::uint64_t start = h + 30 + e.name.size() + 4;
+      pad = (64 - start % 64) % 64;
+    }
+    PutN(b, e.torch ? 4 + pad : 0, 2);
+    b.insert(b.end(), e.name.begin(), e.name.end());
+    if (e.torch) {
+      PutN(b, 0x4246, 2);
+      PutN(b, pad, 2);
+      b.insert(b.end(), pad, 'Z');
+    }
+    z.ds.push_back(b.size());
+    b.insert(b.end(), e.data.begin(), e.data.end());
+    if (e.torch) {
+      PutN(b, 0x08074b50, 4);
+      PutN(b, crc, 4);
+      PutN(b, e.data.size(), 4);
+      PutN(b, e.data.size(), 4);
+    }
+  }
+  z.cd_off = b.size();
+  for (std::size_t i = 0; i < es.size(); ++i) {
+    const ZEntry& e = es[i];
+    z.central.push_back(b.size());
+    PutN(b, 0x02014b50, 4);
+    PutN(b, 20, 2);
+    PutN(b, 20, 2);
+    PutN(b, e.torch ? 0x0808 : 0, 2);
+    PutN(b, 0, 2);
+    PutN(b, 0, 4);
+    PutN(b, Crc(e.data), 4);
+    PutN(b, e.data.size(), 4);
+    PutN(b, e.data.size(), 4);
+    PutN(b, e.name.size(), 2);
+    PutN(b, e.central_extra.size(), 2);
+    PutN(b, 0, 2);   // comment
+    PutN(b, 0, 2);   // disk
+    PutN(b, 0, 2);   // internal
+    PutN(b, 0, 4);   // external
+    PutN(b, z.h[i], 4);
+    b.insert(b.end(), e.name.begin(), e.name.end());
+    b.insert(b.end(), e.central_extra.begin(), e.central_extra.end());
+  }
+  z.cd_size = b.size() - z.cd_off;
+  if (zip64) {
+    const std::uint64_t zr = b.size();
+    PutN(b, 0x06064b50, 4);
+    PutN(b, 44, 8);
+    PutN(b, 45, 2);
+    PutN(b, 45, 2);
+    PutN(b, 0, 4);
+    PutN(b, 0, 4);
+    PutN(b, es.size(), 8);
+    PutN(b, es.size(), 8);
+    PutN(b, z.cd_size, 8);
+    PutN(b, z.cd_off, 8);
+    PutN(b, 0x07064b50, 4);
+    PutN(b, 0, 4);
+    PutN(b, zr, 8);
+    PutN(b, 1, 4);
+  }
+  z.eocd = b.size();
+  PutN(b, 0x06054b50, 4);
+  PutN(b, 0, 2);
+  PutN(b, 0, 2);
+  PutN(b, es.size(), 2);
+  PutN(b, es.size(), 2);
+  PutN(b, z.cd_size, 4);
+  PutN(b, z.cd_off, 4);
+  PutN(b, 0, 2);
+  return z;
+}
+
+// ---- pickle builder ---------------------------------------------------------------
+struct Pk {
+  Bytes b;
+  std::uint64_t at() const { return b.size(); }
+  Pk& op(std::uint8_t o) { b.push_back(o); return *this; }
+  Pk& raw(const std::string& s) { b.insert(b.end(), s.begin(), s.end()); return *this; }
+  Pk& proto(int v = 2) { return op(0x80).op(static_cast<std::uint8_t>(v)); }
+  Pk& str(const std::string& s) { op('X'); PutN(b, s.size(), 4); return raw(s); }
+  Pk& sstr(const std::string& s) { op(0x8c); PutN(b, s.size(), 1); return raw(s); }
+  Pk& i1(int v) { op('K'); PutN(b, static_cast<std::uint64_t>(v), 1); return *this; }
+  Pk& i2(int v) { op('M'); PutN(b, static_cast<std::uint64_t>(v), 2); return *this; }
+  Pk& i4(std::int32_t v) { op('J'); PutN(b, static_cast<std::uint32_t>(v), 4); return *this; }
+  Pk& i8(std::int64_t v) { op(0x8a).op(8); PutN(b, static_cast<std::uint64_t>(v), 8); return *this; }
+  Pk& fl(double d) {
+    op('G');
+    const auto bits = std::bit_cast<std::uint64_t>(d);
+    for (int i = 7; i >= 0; --i) b.push_back(static_cast<std::uint8_t>(bits >> (8 * i)));
+    return *this;
+  }
+  Pk& glob(const std::string& m, const std::string& n) { op('c'); raw(m + "\n"); return raw(n + "\n"); }
+  Pk& mark() { return op('('); }
+  Pk& tuple() { return op('t'); }
+  Pk& reduce() { return op('R'); }
+  Pk& none() { return op('N'); }
+  Pk& dict() { return op('}'); }
+  Pk& list() { return op(']'); }
+  Pk& put(int i) { op('q'); PutN(b, static_cast<std::uint64_t>(i), 1); return *this; }
+  Pk& get(int i) { op('h'); PutN(b, static_cast<std::uint64_t>(i), 1); return *this; }
+  Pk& stop() { return op('.'); }
+  Pk& od() { return glob("collections", "OrderedDict").op(')').reduce(); }
+  Pk& ints(const std::vector<std::int64_t>& v) {
+    mark();
+    for (std::int64_t x : v) i8(x);
+    return tuple();
+  }
+  Pk& pid(const std::string& key, const std::string& cls, std::int64_t numel) {
+    mark().str("storage").glob("torch", cls).str(key).str("cpu").i8(numel).tuple();
+    return op('Q');
+  }
+  // _rebuild_tensor_v2(storage, offset, size, stride, False, OrderedDict())
+  Pk& tensor(const std::string& key, const std::string& cls, std::int64_t numel,
+             std::int64_t offset, const std::vector<std::int64_t>& size,
+             const std::vector<std::int64_t>& stride) {
+    glob("torch._utils", "_rebuild_tensor_v2").mark().pid(key, cls, numel).i8(offset);
+    ints(size).ints(stride).op(0x89).od().tuple();
+    return reduce();
+  }
+};
+
+Bytes F32s(const std::vector<float>& v) {
+  Bytes b;
+  for (float f : v) PutN(b, std::bit_cast<std::uint32_t>(f), 4);
+  return b;
+}
+
+struct Record {
+  std::string name;  // without the prefix
+  Bytes data;
+};
+
+// archive/data.pkl, archive/data/<k>..., extras, archive/version.
+Zip Archive(const Bytes& pkl, const std::vector<Record>& storages = {},
+            const std::vector<Record>& extras = {}, const std::string& version = "3\n") {
+  std::vector<ZEntry> es;
+  es.push_back({"archive/data.pkl", pkl});
+  for (const Record& r : storages) es.push_back({"archive/data/" + r.name, r.data});
+  for (const Record& r : extras) es.push_back({"archive/" + r.name, r.data});
+  es.push_back({"archive/version", Bytes(version.begin(), version.end())});
+  return WriteZip(es);
+}
+
+PtResult Read(const Zip& z) { return qd::codec::ReadPt(z.View(), "m.pt"); }
+PtResult ReadBytes(const Bytes& b) { return qd::codec::ReadPt({b.data(), b.size()}, "m.pt"); }
+
+::testing::AssertionResult IsError(const PtResult& r, const std::string& rule,
+                                   const std::string& field, std::int64_t offset,
+                                   const std::string& tensor = "") {
+  if (!r.refused || r.findings.empty()) return ::testing::AssertionFailure() << "accepted";
+  const qd::Finding& f = r.findings.back();
+  int errors = 0;
+  for (const auto& x : r.findings) errors += x.severity == qd::Severity::kError ? 1 : 0;
+  if (f.rule != rule || f.field != field || f.byte_offset != offset || f.tensor != tensor ||
+      errors != 1 || f.severity != qd::Severity::kError || f.file != "m.pt" || f.row != -1 ||
+      f.block != -1 || f.element != -1) {
+    return ::testing::AssertionFailure()
+           << "got " << f.rule << " field=" << f.field << " offset=" << f.byte_offset
+           << " tensor=" << f.tensor << " errors=" << errors << " (" << f.message << "); want "
+           << rule << " " << field << " " << offset << " " << tensor;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// A one-tensor state dict {"w": FloatStorage "0" of 4 floats, shape [2, 2]}.
+Pk OneTensor() {
+  Pk p;
+  p.proto().dict().mark().str("w").tensor("0", "FloatStorage", 4, 0, {2, 2}, {2, 1});
+  p.op('u').stop();
+  return p;
+}
+const Bytes kFour = F32s({1.0f, 2.0f, 3.0f, 4.0f});
+
+// ==== accept cases ===================================================================
+
+TEST(PtAccept, MinimalStateDict) {
+  const Zip z = Archive(OneTensor().b, {{"0", kFour}});
+  EXPECT_EQ(z.ds[0], 64u);  // 30 + 16 + 4 + 14 bytes of Z: data at 64
+  const PtResult r = Read(z);
+  ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
+  EXPECT_TRUE(r.findings.empty());
+  ASSERT_EQ(r.tensors.size(), 1u);
+  const auto& t = r.tensors[0];
+  EXPECT_EQ(t.name, "w");
+  EXPECT_EQ(t.dtype, Dtype::kF32);
+  EXPECT_EQ(t.shape, (std::vector<std::uint64_t>{2, 2}));
+  EXPECT_EQ(qd::codec::PtTensorBytes(t), kFour);
+  EXPECT_EQ(t.begin, z.ds[1]);
+  EXPECT_EQ(t.end, z.ds[1] + 16);
+  EXPECT_EQ(r.pickle_begin, 64u);
+  EXPECT_EQ(r.prefix, "archive");
+  EXPECT_TRUE(qd::codec::ClaimsPt(z.View()));
+  const qd::Outcome o = qd::codec::DecodePtFile(z.View(), "m.pt");
+  ASSERT_FALSE(o.refused);
+  ASSERT_EQ(o.tensors.size(), 1u);
+  EXPECT_EQ(o.tensors[0].values, (std::vector<float>{1, 2, 3, 4}));
+}
+
+TEST(PtAccept, ZipfileLayoutWithoutZip64) {
+  const Pk p = OneTensor();
+  const std::string v = "3\n";
+  const Zip z = WriteZip({{"archive/data.pkl", p.b, false},
+                          {"archive/data/0", kFour, false},
+                          {"archive/version", Bytes(v.begin(), v.end()), false}},
+                         false);
+  const PtResult r = Read(z);
+  ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
+  EXPECT_EQ(r.pickle_begin, 30u + 16u);
+}
+
+TEST(PtAccept, ViewsAndStrides) {
+  // Storage of 12 floats 0..11; views: transpose of a 3x4, offset slice, stride 0 broadcast.
+  std::vector<float> v(12);
+  for (int i = 0; i < 12; ++i) v[i] = static_cast<float>(i);
+  Pk p;
+  p.proto().dict().mark();
+  p.str("t").tensor("0", "FloatStorage", 12, 0, {4, 3}, {1, 4});
+  p.str("s").tensor("0", "FloatStorage", 12, 5, {2, 2}, {4, 1});
+  p.str("b").tensor("0", "FloatStorage", 12, 11, {3}, {0});
+  p.str("e").tensor("0", "FloatStorage", 12, 12, {0, 5}, {5, 1});
+  p.str("z").tensor("0", "FloatStorage", 12, 7, {}, {});
+  p.op('u').stop();
+  const Zip z = Archive(p.b, {{"0", F32s(v)}});
+  const PtResult r = Read(z);
+  ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
+  ASSERT_EQ(r.tensors.size(), 5u);
+  EXPECT_EQ(qd::codec::PtTensorBytes(*r.Tensor("t")),
+            F32s({0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}));
+  EXPECT_EQ(qd::codec::PtTensorBytes(*r.Tensor("s")), F32s({5, 6, 9, 10}));
+  EXPECT_EQ(qd::codec::PtTensorBytes(*r.Tensor("b")), F32s({11, 11, 11}));
+  EXPECT_TRUE(qd::codec::PtTensorBytes(*r.Tensor("e")).empty());
+  EXPECT_EQ(r.Tensor("z")->numel, 1u);
+  EXPECT_EQ(qd::codec::PtTensorBytes(*r.Tensor("z")), F32s({7}));
+  EXPECT_EQ(qd::codec::PtElementOffset(*r.Tensor("s"), 2), z.ds[1] + 9 * 4);
+  // Decoded output sorted by (begin, end, name): t [0,48), s 20, z 28, b 44, e 48.
+  const qd::Outcome o = qd::codec::DecodePtFile(z.View(), "m.pt");
+  ASSERT_EQ(o.tensors.size(), 5u);
+  EXPECT_EQ(o.tensors[0].name, "t");
+  EXPECT_EQ(o.tensors[1].name, "s");
+  EXPECT_EQ(o.tensors[2].name, "z");
+  EXPECT_EQ(o.tensors[3].name, "b");
+  EXPECT_EQ(o.tensors[4].name, "e");
+  EXPECT_EQ(o.tensors[0].values, (std::vector<float>{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}));
+  EXPECT_EQ(o.tensors[3].values, (std::vector<float>{11, 11, 11}));
+}
+
+TEST(PtAccept, ByteorderBig) {
+  Pk p;
+  p.proto().dict().mark();
+  p.str("f").tensor("0", "FloatStorage", 2, 0, {2}, {1});
+  p.str("h").tensor("1", "HalfStorage", 2, 0, {2}, {1});
+  p.str("i").tensor("2", "IntStorage", 1, 0, {1}, {1});
+  p.str("d").tensor("3", "DoubleStorage", 1, 0, {}, {});
+  p.op('u').stop();
+  // Big-endian storages: 1.0f = 3F 80 00 00, -2.0f = C0 00 00 00; f16 1.0 = 3C 00, 2.0 = 40 00.
+  const Bytes f = {0x3f, 0x80, 0, 0, 0xc0, 0, 0, 0};
+  const Bytes h = {0x3c, 0x00, 0x40, 0x00};
+  const Bytes i = {0x01, 0x02, 0x03, 0x04};
+  const Bytes d = {0x3f, 0xf0, 0, 0, 0, 0, 0, 0x01};  // 1 + 2^-52: rounds to 1.0f
+  const Zip z = Archive(p.b, {{"0", f}, {"1", h}, {"2", i}, {"3", d}}, {{"byteorder", {'b', 'i', 'g'}}});
+  const PtResult r = Read(z);
+  ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
+  EXPECT_TRUE(r.big_endian);
+  EXPECT_EQ(qd::codec::PtTensorBytes(*r.Tensor("f")), F32s({1.0f, -2.0f}));
+  EXPECT_EQ(qd::codec::PtTensorBytes(*r.Tensor("h")), (Bytes{0x00, 0x3c, 0x00, 0x40}));
+  EXPECT_EQ(qd::codec::PtTensorBytes(*r.Tensor("i")), (Bytes{0x04, 0x03, 0x02, 0x01}));
+  const qd::Outcome o = qd::codec::DecodePtFile(z.View(), "m.pt");
+  ASSERT_EQ(o.tensors.size(), 3u);  // I32 left out
+  EXPECT_EQ(o.tensors[0].values, (std::vector<float>{1.0f, -2.0f}));
+  EXPECT_EQ(o.tensors[1].values, (std::vector<float>{1.0f, 2.0f}));
+  EXPECT_EQ(o.tensors[2].values, (std::vector<float>{1.0f}));
+}
+
+TEST(PtAccept, ByteorderLittleExplicit) {
+  const Zip z = Archive(OneTensor().b, {{"0", kFour}}, {{"byteorder", {'l', 'i', 't', 't', 'l', 'e'}}});
+  const PtResult r = Read(z);
+  ASSERT_FALSE(r.refused);
+  EXPECT_FALSE(r.big_endian);
+  EXPECT_EQ(qd::codec::PtTensorBytes(r.tensors[0]), kFour);
+}
+
+TEST(PtAccept, NestedDictsIntKeysValuesAndOrderedRoot) {
+  // OrderedDict root with _metadata (BUILD), nested plain dicts, int keys, values.
+  Pk p;
+  p.proto().od().put(0).mark();
+  p.str("layer").dict().mark();
+  p.str("w").tensor("0", "FloatStorage", 4, 0, {4}, {1});
+  p.i1(3).dict().mark().str("step").i1(7).i1(0).str("zero").op('u');
+  p.op('u');
+  p.str("meta").dict().mark();
+  p.str("quant_type").str("nf4").str("blocksize").i1(32);
+  p.str("shape").mark().i1(40).i1(30).tuple();
+  p.str("size").glob("torch", "Size").mark().i1(2).i2(300).tuple().op(0x85).reduce();
+  p.str("dtype").glob("torch", "float16");
+  p.str("x").fl(0.5).str("n").none().str("t").op(0x88).str("neg").i4(-5).str("big").i8(-(1LL << 40));
+  p.str("l").list().mark().i1(1).str("a").op('e');
+  p.op('u');
+  p.op('u');
+  p.dict().str("_metadata").od().mark().str("").dict().str("version").i1(1).op('s').op('u').op('s');
+  p.op('b').stop();
+  const Zip z = Archive(p.b, {{"0", kFour}});
+  const PtResult r = Read(z);
+  ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().field << " "
+                          << r.findings.back().message;
+  ASSERT_EQ(r.tensors.size(), 1u);
+  EXPECT_EQ(r.tensors[0].name, "layer.w");
+  ASSERT_NE(r.Value("layer.3.step"), nullptr);
+  EXPECT_EQ(r.Value("layer.3.step")->integer, 7);
+  EXPECT_EQ(r.Value("layer.3.0")->text, "zero");
+  EXPECT_EQ(r.Value("meta.quant_type")->text, "nf4");
+  EXPECT_EQ(r.Value("meta.blocksize")->integer, 32);
+  const auto* shape = r.Value("meta.shape");
+  ASSERT_EQ(shape->kind, PtKind::kTuple);
+  EXPECT_EQ(r.Node(shape->items[1]).integer, 30);
+  const auto* size = r.Value("meta.size");
+  ASSERT_EQ(size->kind, PtKind::kSize);
+  ASSERT_EQ(size->items.size(), 2u);
+  EXPECT_EQ(r.Node(size->items[1]).integer, 300);
+  EXPECT_EQ(r.Value("meta.dtype")->kind, PtKind::kToken);
+  EXPECT_EQ(r.Value("meta.dtype")->text, "float16");
+  EXPECT_EQ(r.Value("meta.dtype")->dtype, Dtype::kF16);
+  EXPECT_EQ(r.Value("meta.x")->real, 0.5);
+  EXPECT_EQ(r.Value("meta.n")->kind, PtKind::kNone);
+  EXPECT_EQ(r.Value("meta.t")->kind, PtKind::kBool);
+  EXPECT_TRUE(r.Value("meta.t")->boolean);
+  EXPECT_EQ(r.Value("meta.neg")->integer, -5);
+  EXPECT_EQ(r.Value("meta.big")->integer, -(1LL << 40));
+  EXPECT_EQ(r.Value("meta.l")->items.size(), 2u);
+  EXPECT_EQ(r.values.size(), 13u);
+  EXPECT_EQ(r.values[0].first, "layer.3.step");
+  // The root keeps its _metadata as attributes, not as items.
+  const auto& root = r.Node(r.root);
+  EXPECT_TRUE(root.ordered);
+  ASSERT_NE(root.attributes, qd::codec::kPtNoNode);
+  EXPECT_NE(r.Item(r.Node(root.attributes), "_metadata"), nullptr);
+  EXPECT_EQ(r.Value("_metadata"), nullptr);
+}
+
+TEST(PtAccept, EveryStorageClass) {
+  struct C { const char* cls; Dtype dtype; std::uint64_t isz; };
+  const C cs[] = {{"DoubleStorage", Dtype::kF64, 8}, {"FloatStorage", Dtype::kF32, 4},
+                  {"HalfStorage", Dtype::kF16, 2},   {"BFloat16Storage", Dtype::kBF16, 2},
+                  {"LongStorage", Dtype::kI64, 8},   {"IntStorage", Dtype::kI32, 4},
+                  {"ShortStorage", Dtype::kI16, 2},  {"CharStorage", Dtype::kI8, 1},
+                  {"ByteStorage", Dtype::kU8, 1},    {"BoolStorage", Dtype::kBool, 1}};
+  Pk p;
+  p.proto().dict().mark();
+  std::vector<Record> st;
+  int k = 0;
+  for (const C& c : cs) {
+    const std::string key = "k" + std::to_string(k++);
+    p.str(c.cls).tensor(key, c.cls, 3, 1, {2}, {1});
+    Bytes data(3 * c.isz);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::uint8_t>(i);
+    st.push_back({key, data});
+  }
+  p.op('u').stop();
+  const Zip z = Archive(p.b, st);  // the tensors are views into z
+  const PtResult r = Read(z);
+  ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
+  ASSERT_EQ(r.tensors.size(), 10u);
+  for (std::size_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(r.tensors[i].dtype, cs[i].dtype) << cs[i].cls;
+    const Bytes got = qd::codec::PtTensorBytes(r.tensors[i]);
+    ASSERT_EQ(got.size(), 2 * cs[i].isz);
+    EXPECT_EQ(got[0], cs[i].isz);  // element 1 of bytes 0,1,2,...
+  }
+}
+
+TEST(PtAccept, EveryDtypeToken) {
+  const char* names[] = {"float64", "float32", "float16", "bfloat16", "int64",
+                         "int32",   "int16",   "int8",    "uint8",    "bool"};
+  const Dtype dtypes[] = {Dtype::kF64, Dtype::kF32, Dtype::kF16, Dtype::kBF16, Dtype::kI64,
+                          Dtype::kI32, Dtype::kI16, Dtype::kI8,  Dtype::kU8,   Dtype::kBool};
+  Pk p;
+  p.proto().dict().mark();
+  for (const char* n : names) p.str(n).glob("torch", n);
+  p.op('u').stop();
+  const PtResult r = Read(Archive(p.b));
+  ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
+  for (int i = 0; i < 10; ++i) {
+    const auto* v = r.Value(names[i]);
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(v->kind, PtKind::kToken);
+    EXPECT_EQ(v->token, qd::codec::PtTokenKind::kDtype);
+    EXPECT_EQ(v->text, names[i]);
+    EXPECT_EQ(v->dtype, dtypes[i]);
+  }
+}
+
+TEST(PtAccept, RebuildParameterSizeArgsAndTensorsInsideValues) {
+  Pk p;
+  p.proto().dict().mark();
+  p.str("p").glob("torch._utils", "_rebuild_parameter").mark();
+  // size given as torch.Size((2, 2)), metadata (7th) None
+  p.glob("torch._utils", "_rebuild_tensor_v2").mark().pid("0", "FloatStorage", 4).i1(0);
+  p.glob("torch", "Size").mark().i1(2).i1(2).tuple().op(0x85).reduce();
+  p.ints({2, 1}).op(0x89).od().none().tuple().reduce();
+  p.op(0x88).od().tuple().reduce();
+  p.str("q").list().tensor("0", "FloatStorage", 4, 1, {3}, {1}).op('a');
+  p.op('u').stop();
+  const Zip z = Archive(p.b, {{"0", kFour}});
+  const PtResult r = Read(z);
+  ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
+  ASSERT_EQ(r.tensors.size(), 1u);
+  EXPECT_EQ(qd::codec::PtTensorBytes(*r.Tensor("p")), kFour);
+  const auto* q = r.Value("q");
+  ASSERT_NE(q, nullptr);
+  ASSERT_EQ(q->kind, PtKind::kList);
+  const auto& inner = r.Node(q->items[0]);
+  ASSERT_EQ(inner.kind, PtKind::kTensor);
+  EXPECT_EQ(qd::codec::PtTensorBytes(r.all_tensors[inner.tensor]), F32s({2, 3, 4}));
+}
+
+TEST(PtAccept, Protocol4FramesMemoizeAndAllowedStackGlobal) {
+  Pk p;
+  p.proto(4).op(0x95);
+  PutN(p.b, 0, 8);  // FRAME of 0 bytes: no other effect
+  p.dict().op(0x94).mark();
+  p.sstr("w");
+  p.sstr("torch._utils").op(0x94).sstr("_rebuild_tensor_v2").op(0x94).op(0x93);
+  p.mark().pid("0", "FloatStorage", 4).i1(0).ints({4}).ints({1}).op(0x89).od().tuple().reduce();
+  p.op('u').stop();
+  const Zip z = Archive(p.b, {{"0", kFour}});
+  const PtResult r = Read(z);
+  ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
+  ASSERT_EQ(r.tensors.size(), 1u);
+  EXPECT_EQ(qd::codec::PtTensorBytes(r.tensors[0]), kFour);
+}
+
+TEST(PtAccept, SharedDictThroughMemo) {
+  // root = {"inner": D, "k": D, "again": D}; D filled through BINGET after it was shared.
+  Pk p;
+  p.proto().dict().mark().str("inner").dict().put(1).op('u');
+  p.str("k").get(1).op('s');
+  p.str("again").get(1).mark().str("x").i1(5).op('u').op('s');
+  p.stop();
+  const PtResult r = Read(Archive(p.b));
+  ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
+  EXPECT_EQ(r.Value("inner.x")->integer, 5);
+  EXPECT_EQ(r.Value("k.x")->integer, 5);
+  EXPECT_EQ(r.Value("again.x")->integer, 5);
+}
+
+// ==== warnings (sections 2.5, 8 step 7) =============================================
+
+TEST(PtWarnings, VersionUnknownRecordsUnreferencedStorage) {
+  const Zip z = Archive(OneTensor().b, {{"0", kFour}, {"9", {1, 2}}},
+                        {{"foo", {1}}, {"data/0/x", {2}}, {".data/serialization_id", {3}}}, "2\n");
+  // entries: data.pkl, data/0, data/9, foo, data/0/x, .data/serialization_id, version
+  const PtResult r = Read(z);
+  ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
+  ASSERT_EQ(r.findings.size(), 4u);
+  EXPECT_EQ(r.findings[0].rule, "PT-104");
+  EXPECT_EQ(r.findings[0].field, "version");
+  EXPECT_EQ(r.findings[0].byte_offset, static_cast<std::int64_t>(z.ds[6]));
+  EXPECT_EQ(r.findings[1].rule, "PT-101");
+  EXPECT_EQ(r.findings[1].field, "record");
+  EXPECT_EQ(r.findings[1].byte_offset, static_cast<std::int64_t>(z.h[3]));
+  EXPECT_EQ(r.findings[2].rule, "PT-101");
+  EXPECT_EQ(r.findings[2].byte_offset, static_cast<std::int64_t>(z.h[4]));
+  EXPECT_EQ(r.findings[3].rule, "PT-102");
+  EXPECT_EQ(r.findings[3].field, "storage");
+  EXPECT_EQ(r.findings[3].byte_offset, static_cast<std::int64_t>(z.h[2]));
+  for (const auto& f : r.findings) EXPECT_EQ(f.severity, qd::Severity::kWarning);
+}
+
+TEST(PtWarnings, DataVersionWinsAndLeadingZeroIsThree) {
+  const Zip z = Archive(OneTensor().b, {{"0", kFour}}, {{".data/version", {'0', '3'}}}, "bad\n");
+  const PtResult r = Read(z);
+  ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
+  EXPECT_TRUE(r.findings.empty());
+}
+
+// ==== PT-001, PT-002 ================================================================
+
+TEST(PtZip, Legacy) {
+  Bytes legacy = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, 0x2e};
+  EXPECT_TRUE(IsError(ReadBytes(legacy), "PT-001", "format", 0));
+  EXPECT_TRUE(qd::codec::ClaimsPt({legacy.data(), legacy.size()}));
+  Bytes tar(1024, 0);
+  std::memcpy(tar.data(), "model/data.pkl", 14);
+  std::memcpy(tar.data() + 257, "ustar\0", 6);
+  EXPECT_TRUE(IsError(ReadBytes(tar), "PT-001", "format", 0));
+  legacy[13] = 0x18;  // not the magic: a plain pickle stream
+  EXPECT_TRUE(IsError(ReadBytes(legacy), "PT-002", "eocd", 0));
+}
+
+TEST(PtZip, ClaimsNotSafetensors) {
+  Bytes st = {0x50, 0x4b, 0x03, 0x04, 0, 0, 0, 0, '{', '}'};
+  EXPECT_FALSE(qd::codec::ClaimsPt({st.data(), st.size()}));
+  Bytes st2 = {2, 0, 0, 0, 0, 0, 0, 0, '{', '}'};
+  EXPECT_FALSE(qd::codec::ClaimsPt({st2.data(), st2.size()}));
+  EXPECT_FALSE(qd::codec::ClaimsPt({nullptr, 0}));
+}
+
+TEST(PtZip, EndRecord) {
+  EXPECT_TRUE(IsError(ReadBytes({}), "PT-002", "eocd", 0));
+  EXPECT_TRUE(IsError(ReadBytes({0x50, 0x4b, 0x03, 0x04, 0, 0, 0, 0, 0, 0}), "PT-002", "eocd", 0));
+  EXPECT_TRUE(IsError(ReadBytes(Bytes(100, 'x')), "PT-002", "eocd", 0));
+  const Zip base = Archive(OneTensor().b, {{"0", kFour}});
+  const auto e = static_cast<std::int64_t>(base.eocd);
+  {
+    Zip z = base;
+    Set16(z.bytes, z.eocd + 20, 1);  // comment length
+    EXPECT_TRUE(IsError(Read(z), "PT-002", "eocd", e));
+  }
+  {
+    Zip z = base;
+    z.bytes.push_back(0);  // the end record is no longer at n - 22
+    EXPECT_TRUE(IsError(Read(z), "PT-002", "eocd", e + 1));
+  }
+  {
+    Zip z = base;
+    z.bytes.pop_back();  // truncated
+    EXPECT_TRUE(IsError(Read(z), "PT-002", "eocd", e - 1));
+  }
+  {
+    Zip z = base;
+    Set16(z.bytes, z.eocd + 4, 1);
+    EXPECT_TRUE(IsError(Read(z), "PT-002", "eocd", e));
+  }
+  {
+    Zip z = base;
+    Set16(z.bytes, z.eocd + 8, 2);
+    EXPECT_TRUE(IsError(Read(z), "PT-002", "eocd", e));
+  }
+  {  // lying directory size and entry count: classic disagrees with zip64
+    Zip z = base;
+    Set32(z.bytes, z.eocd + 12, 0xfffffff0u);
+    EXPECT_TRUE(IsError(Read(z), "PT-002", "eocd", e));
+    z = base;
+    Set16(z.bytes, z.eocd + 8, 60000);
+    Set16(z.bytes, z.eocd + 10, 60000);
+    EXPECT_TRUE(IsError(Read(z), "PT-002", "eocd", e));
+  }
+  {  // zip64 record size 45, locator disk count 2
+    Zip z = base;
+    const std::size_t zr = z.eocd - 20 - 56;
+    z.bytes[zr + 4] = 45;
+    EXPECT_TRUE(IsError(Read(z), "PT-002", "eocd", e));
+    z = base;
+    z.bytes[z.eocd - 20 + 16] = 2;
+    EXPECT_TRUE(IsError(Read(z), "PT-002", "eocd", e));
+  }
+  {  // saturated classic values are fine with zip64 records
+    Zip z = base;
+    Set16(z.bytes, z.eocd + 8, 0xffff);
+    Set16(z.bytes, z.eocd + 10, 0xffff);
+    Set32(z.bytes, z.eocd + 12, 0xffffffffu);
+    Set32(z.bytes, z.eocd + 16, 0xffffffffu);
+    EXPECT_FALSE(Read(z).refused);
+  }
+}
+
+TEST(PtZip, EndRecordWithoutZip64) {
+  const Pk p = OneTensor();
+  const std::string v = "3\n";
+  const Zip base = WriteZip({{"archive/data.pkl", p.b, false},
+                             {"archive/data/0", kFour, false},
+                             {"archive/version", Bytes(v.begin(), v.end()), false}},
+                            false);
+  const auto e = static_cast<std::int64_t>(base.eocd);
+  ASSERT_FALSE(Read(base).refused);
+  Zip z = base;
+  Set16(z.bytes, z.eocd + 8, 0xffff);
+  Set16(z.bytes, z.eocd + 10, 0xffff);
+  EXPECT_TRUE(IsError(Read(z), "PT-002", "eocd", e));  // saturated without zip64
+  z = base;
+  Set16(z.bytes, z.eocd + 8, 60000);
+  Set16(z.bytes, z.eocd + 10, 60000);
+  EXPECT_TRUE(IsError(Read(z), "PT-002", "eocd", e));  // 46 * N > cd_size
+  z = base;
+  Set16(z.bytes, z.eocd + 8, 0);
+  Set16(z.bytes, z.eocd + 10, 0);
+  EXPECT_TRUE(IsError(Read(z), "PT-002", "eocd", e));  // N = 0
+  z = base;
+  Set32(z.bytes, z.eocd + 12, 0xfffffff0u);
+  EXPECT_TRUE(IsError(Read(z), "PT-002", "eocd", e));  // directory does not end at e
+  z = base;
+  Set32(z.bytes, z.eocd + 16, base.cd_off - 1);
+  EXPECT_TRUE(IsError(Read(z), "PT-002", "eocd", e));
+  // PT-003 after the last entry: junk between the directory and the end record.
+  z = base;
+  z.bytes.insert(z.bytes.begin() + static_cast<std::ptrdiff_t>(z.eocd), 5, 0);
+  Set32(z.bytes, z.eocd + 5 + 12, base.cd_size + 5);
+  EXPECT_TRUE(IsError(Read(z), "PT-003", "central_directory",
+                      static_cast<std::int64_t>(base.cd_off + base.cd_size)));
+}
+
+// ==== PT-003 .. PT-005 ===============================================================
+
+TEST(PtZip, CentralDirectory) {
+  const Zip base = Archive(OneTensor().b, {{"0", kFour}});
+  const auto c1 = static_cast<std::int64_t>(base.central[1]);
+  auto with = [&](std::size_t at, int width, std::uint64_t v) {
+    Zip z = base;
+    if (width == 2) Set16(z.bytes, at, v); else Set32(z.bytes, at, v);
+    return Read(z);
+  };
+  EXPECT_TRUE(IsError(with(base.central[1] + 8, 2, 0x0809), "PT-003", "central_directory", c1));
+  EXPECT_TRUE(IsError(with(base.central[1] + 8, 2, 0x0848), "PT-003", "central_directory", c1));
+  EXPECT_TRUE(IsError(with(base.central[1] + 10, 2, 8), "PT-003", "central_directory", c1));
+  EXPECT_TRUE(IsError(with(base.central[1] + 20, 4, 15), "PT-003", "central_directory", c1));
+  EXPECT_TRUE(IsError(with(base.central[1] + 34, 2, 1), "PT-003", "central_directory", c1));
+  EXPECT_TRUE(IsError(with(base.central[1], 4, 0x02014b51), "PT-003", "central_directory", c1));
+  // Saturated sizes without a zip64 extra field.
+  {
+    Zip z = base;
+    Set32(z.bytes, base.central[1] + 20, 0xffffffffu);
+    Set32(z.bytes, base.central[1] + 24, 0xffffffffu);
+    EXPECT_TRUE(IsError(Read(z), "PT-003", "central_directory", c1));
+  }
+  // Name length running past the directory (last entry).
+  {
+    Zip z = base;
+    Set16(z.bytes, base.central[2] + 28, 0xffff);
+    EXPECT_TRUE(IsError(Read(z), "PT-003", "central_directory",
+                        static_cast<std::int64_t>(base.central[2])));
+  }
+  // Extra fields: truncated record, id twice, zip64 values present.
+  auto extra = [&](const Bytes& x, bool saturate) {
+    std::vector<ZEntry> es = {{"archive/data.pkl", OneTensor().b}, {"archive/data/0", kFour, true, x},
+                              {"archive/version", {'3', '\n'}}};
+    Zip z = WriteZip(es);
+    if (saturate) {
+      Set32(z.bytes, z.central[1] + 20, 0xffffffffu);
+      Set32(z.bytes, z.central[1] + 24, 0xffffffffu);
+    }
+    return std::make_pair(z, Read(z));
+  };
+  {
+    auto [z, r] = extra({0x01, 0x02, 0x03}, false);
+    EXPECT_TRUE(IsError(r, "PT-003", "central_directory", static_cast<std::int64_t>(z.central[1])));
+  }
+  {
+    auto [z, r] = extra({0xaa, 0xaa, 0, 0, 0xaa, 0xaa, 0, 0}, false);
+    EXPECT_TRUE(IsError(r, "PT-003", "central_directory", static_cast<std::int64_t>(z.central[1])));
+  }
+  {
+    Bytes x = {0x01, 0x00, 16, 0};
+    PutN(x, 16, 8);
+    PutN(x, 16, 8);
+    auto [z, r] = extra(x, true);
+    EXPECT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
+    Bytes y = {0x01, 0x00, 8, 0};
+    PutN(y, 16, 8);  // one value for two saturated fields
+    auto [z2, r2] = extra(y, true);
+    EXPECT_TRUE(IsError(r2, "PT-003", "central_directory", static_cast<std::int64_t>(z2.central[1])));
+  }
+}
+
+TEST(PtZip, Names) {
+  auto one = [](const std::string& bad) {
+    const Zip z = WriteZip({{"archive/data.pkl", OneTensor().b}, {bad, kFour},
+                            {"archive/version", {'3', '\n'}}});
+    return std::make_pair(static_cast<std::int64_t>(z.central[1]), Read(z));
+  };
+  for (const std::string& bad : std::vector<std::string>{"archive/../x", "archive\\data/0", "/archive/x", "archive",
+                                "archive//x", "archive/./x", "other/data/0", "archive/x/",
+                                std::string("archive/\x01x"), std::string("archive/\x7fx"),
+                                std::string("archive/\xff"), std::string("archive/\xc0\xaf"),
+                                std::string("archive/\xed\xa0\x80")}) {
+    auto [c, r] = one(bad);
+    EXPECT_TRUE(IsError(r, "PT-004", "name", c)) << bad;
+  }
+  // The first entry defines P; a traversal there is caught on entry 0.
+  const Zip z = WriteZip({{"../../etc/archive/data.pkl", OneTensor().b}});
+  EXPECT_TRUE(IsError(Read(z), "PT-004", "name", static_cast<std::int64_t>(z.central[0])));
+  // Non-ASCII UTF-8 is fine (then PT-101 for an unknown record).
+  auto [c, r] = one("archive/d\xc3\xa9j\xc3\xa0");
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings[0].rule, "PT-101");  // then PT-015: data/0 is not there
+  EXPECT_EQ(r.findings.back().rule, "PT-015");
+  // PT-005.
+  const Zip d = WriteZip({{"archive/data.pkl", OneTensor().b}, {"archive/data/0", kFour},
+                          {"archive/data/0", kFour}, {"archive/version", {'3', '\n'}}});
+  EXPECT_TRUE(IsError(Read(d), "PT-005", "name", static_cast<std::int64_t>(d.central[2])));
+}
+
+// ==== PT-006 .. PT-008 ===============================================================
+
+TEST(PtZip, LocalHeaders) {
+  const Zip base = Archive(OneTensor().b, {{"0", kFour}});
+  const auto c1 = static_cast<std::int64_t>(base.central[1]);
+  const std::size_t h = base.h[1];
+  auto patched = [&](std::size_t at, std::uint8_t v) {
+    Zip z = base;
+    z.bytes[at] = v;
+    return Read(z);
+  };
+  // FB padding holds a byte other than Z (crc_mismatch.pt's defect).
+  EXPECT_TRUE(IsError(patched(h + 30 + 14 + 4, 0xa5), "PT-006", "local_header", c1));
+  EXPECT_TRUE(IsError(patched(h + 30, 'A'), "PT-006", "local_header", c1));      // name
+  EXPECT_TRUE(IsError(patched(h + 6, 0x00), "PT-006", "local_header", c1));      // flags
+  EXPECT_TRUE(IsError(patched(h + 8, 0x08), "PT-006", "local_header", c1));      // method
+  EXPECT_TRUE(IsError(patched(h, 0x51), "PT-006", "local_header", c1));          // signature
+  EXPECT_TRUE(IsError(patched(h + 14, 0x01), "PT-006", "local_header", c1));     // CRC not 0/real
+  EXPECT_TRUE(IsError(patched(base.ds[1] + 16, 0x51), "PT-006", "local_header", c1));  // descriptor
+  EXPECT_TRUE(IsError(patched(base.ds[1] + 16 + 8, 0x11), "PT-006", "local_header", c1));
+  {  // lying local header offset and size
+    Zip z = base;
+    Set32(z.bytes, base.central[1] + 42, 0x7ffffff0u);
+    EXPECT_TRUE(IsError(Read(z), "PT-006", "local_header", c1));
+    z = base;
+    Set32(z.bytes, base.central[1] + 20, 0x7fffffffu);
+    Set32(z.bytes, base.central[1] + 24, 0x7fffffffu);
+    EXPECT_TRUE(IsError(Read(z), "PT-006", "local_header", c1));
+  }
+  {  // the local header repeats the real CRC and sizes: fine
+    Zip z = base;
+    Set32(z.bytes, h + 14, Crc(kFour));
+    Set32(z.bytes, h + 18, 16);
+    Set32(z.bytes, h + 22, 16);
+    EXPECT_FALSE(Read(z).refused);
+  }
+  {  // zipfile layout: CRC in the local header must equal the central one
+    const Pk p = OneTensor();
+    Zip z = WriteZip({{"archive/data.pkl", p.b, false}, {"archive/data/0", kFour, false},
+                      {"archive/version", {'3', '\n'}, false}}, false);
+    Set32(z.bytes, z.h[1] + 14, 0x12345678u);
+    EXPECT_TRUE(IsError(Read(z), "PT-006", "local_header", static_cast<std::int64_t>(z.central[1])));
+  }
+}
+
+TEST(PtZip, OverlapAndCrc) {
+  // Entry "archive/a" holds a complete zipfile-style record of data/0; the
+  // central entry of data/0 is pointed into it: PT-007 at data/0's central entry.
+  const std::string n0 = "archive/data/0";
+  Bytes inner;
+  PutN(inner, 0x04034b50, 4);
+  PutN(inner, 20, 2);
+  PutN(inner, 0, 2);
+  PutN(inner, 0, 2);
+  PutN(inner, 0, 4);
+  PutN(inner, Crc(kFour), 4);
+  PutN(inner, 16, 4);
+  PutN(inner, 16, 4);
+  PutN(inner, n0.size(), 2);
+  PutN(inner, 0, 2);
+  inner.insert(inner.end(), n0.begin(), n0.end());
+  inner.insert(inner.end(), kFour.begin(), kFour.end());
+  Zip z = WriteZip({{"archive/data.pkl", OneTensor().b}, {"archive/a", inner},
+                    {n0, kFour, false}, {"archive/version", {'3', '\n'}}});
+  ASSERT_FALSE(Read(z).refused);  // as written: no overlap
+  Set32(z.bytes, z.central[2] + 42, z.ds[1]);
+  EXPECT_TRUE(IsError(Read(z), "PT-007", "local_header", static_cast<std::int64_t>(z.central[2])));
+
+  Zip c = Archive(OneTensor().b, {{"0", kFour}});
+  c.bytes[c.ds[1] + 3] ^= 0x01;
+  EXPECT_TRUE(IsError(Read(c), "PT-008", "crc32", static_cast<std::int64_t>(c.ds[1])));
+}
+
+// ==== PT-009, PT-010 =================================================================
+
+TEST(PtZip, Records) {
+  const Pk p = OneTensor();
+  {
+    const Zip z = WriteZip({{"archive/model.pkl", p.b}, {"archive/data/0", kFour},
+                            {"archive/version", {'3', '\n'}}});
+    EXPECT_TRUE(IsError(Read(z), "PT-009", "data.pkl", static_cast<std::int64_t>(z.cd_off)));
+  }
+  {
+    const Zip z = WriteZip({{"archive/data.pkl", p.b}, {"archive/data/0", kFour}});
+    EXPECT_TRUE(IsError(Read(z), "PT-009", "version", static_cast<std::int64_t>(z.cd_off)));
+  }
+  for (const std::string v : {"x\n", "", "\n", "3\n\n", " 3", "-3", "123456789012345678901",
+                              "3\r\n"}) {
+    const Zip z = Archive(p.b, {{"0", kFour}}, {}, v);
+    EXPECT_TRUE(IsError(Read(z), "PT-009", "version", static_cast<std::int64_t>(z.ds[2]))) << v;
+  }
+  {
+    const Zip z = Archive(p.b, {{"0", kFour}}, {}, "12345678901234567890");
+    const PtResult r = Read(z);
+    ASSERT_FALSE(r.refused);
+    ASSERT_EQ(r.findings.size(), 1u);
+    EXPECT_EQ(r.findings[0].rule, "PT-104");
+  }
+  for (const std::string b : {"LITTLE", "little\n", "", "bigg"}) {
+    const Zip z = Archive(p.b, {{"0", kFour}}, {{"byteorder", Bytes(b.begin(), b.end())}});
+    EXPECT_TRUE(IsError(Read(z), "PT-010", "byteorder", static_cast<std::int64_t>(z.ds[2]))) << b;
+  }
+}
+
+// ==== the opcode walk ================================================================
+
+// data.pkl = p (first entry, so ds = 64), storage "0" = 4 floats.
+PtResult ReadPk(const Pk& p, const std::vector<Record>& st = {{"0", kFour}}) {
+  return Read(Archive(p.b, st));
+}
+constexpr std::int64_t kDs = 64;
+
+TEST(PtPickle, RefusedGlobals) {
+  const std::pair<const char*, const char*> refused[] = {
+      {"posix", "system"},       {"os", "system"},           {"builtins", "eval"},
+      {"__builtin__", "eval"},   {"builtins", "getattr"},    {"torch._utils", "_rebuild_tensor"},
+      {"torch._utils", "_rebuild_tensor_v3"}, {"torch._utils", "_rebuild_parameter_with_state"},
+      {"torch._tensor", "_rebuild_from_type_v2"}, {"torch", "UntypedStorage"},
+      {"torch", "device"},       {"torch", "ComplexFloatStorage"}, {"_codecs", "encode"},
+      {"collections", "Counter"}, {"torch", "float8_e4m3fn"}, {"torch", "uint16"},
+      {"Torch", "Size"},         {"collections ", "OrderedDict"}};
+  for (const auto& [m, n] : refused) {
+    Pk p;
+    p.proto().dict().mark().str("k");
+    const std::uint64_t at = p.at();
+    p.glob(m, n).mark().str("touch /tmp/quantdiff_pwned").tuple().reduce().op('u').stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-011", "global", kDs + static_cast<std::int64_t>(at)))
+        << m << "." << n;
+  }
+  // STACK_GLOBAL of posix.system (protocol 4, memoized strings).
+  Pk p;
+  p.proto(4).sstr("posix").op(0x94).sstr("system").op(0x94);
+  const std::uint64_t at = p.at();
+  p.op(0x93).sstr("echo").op(0x85).reduce().stop();
+  EXPECT_TRUE(IsError(ReadPk(p), "PT-011", "global", kDs + static_cast<std::int64_t>(at)));
+}
+
+TEST(PtPickle, RefusedOpcodesReduceBuild) {
+  for (int op : {0x81, 0x92, int('i'), int('o'), 0x82, 0x83, 0x84}) {
+    Pk p;
+    p.proto().dict();
+    const std::uint64_t at = p.at();
+    p.op(static_cast<std::uint8_t>(op)).stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-011", "opcode", kDs + static_cast<std::int64_t>(at))) << int(op);
+  }
+  {  // REDUCE of a dtype token, a storage class and a str
+    for (int kind = 0; kind < 3; ++kind) {
+      Pk p;
+      p.proto().dict().mark().str("k");
+      if (kind == 0) p.glob("torch", "float16");
+      if (kind == 1) p.glob("torch", "FloatStorage");
+      if (kind == 2) p.str("os.system");
+      p.op(')');
+      const std::uint64_t at = p.at();
+      p.reduce().op('u').stop();
+      EXPECT_TRUE(IsError(ReadPk(p), "PT-011", "reduce", kDs + static_cast<std::int64_t>(at))) << kind;
+    }
+  }
+  {  // BUILD on a plain dict, on a list
+    for (int kind = 0; kind < 2; ++kind) {
+      Pk p;
+      p.proto();
+      if (kind == 0) p.dict(); else p.list();
+      p.dict();
+      const std::uint64_t at = p.at();
+      p.op('b').stop();
+      EXPECT_TRUE(IsError(ReadPk(p), "PT-011", "build", kDs + static_cast<std::int64_t>(at))) << kind;
+    }
+  }
+}
+
+TEST(PtPickle, Limits) {
+  {  // the 257th MARK
+    Pk p;
+    p.proto();
+    for (int i = 0; i < 256; ++i) p.mark();
+    const std::uint64_t at = p.at();
+    p.mark().stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-012", "marks", kDs + static_cast<std::int64_t>(at)));
+  }
+  {  // the 1,048,577th stack item
+    Pk p;
+    p.proto();
+    p.b.insert(p.b.end(), 1048576, 'N');
+    const std::uint64_t at = p.at();
+    p.none().stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-012", "stack", kDs + static_cast<std::int64_t>(at)));
+  }
+  {  // the 1,048,577th memo entry
+    Pk p;
+    p.proto().dict();
+    p.b.insert(p.b.end(), 1048576, 0x94);
+    const std::uint64_t at = p.at();
+    p.op(0x94).stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-012", "memo", kDs + static_cast<std::int64_t>(at)));
+    // Re-putting an existing index adds nothing.
+    Pk q;
+    q.proto().dict();
+    for (int i = 0; i < 1048576; ++i) q.put(0);
+    q.stop();
+    EXPECT_FALSE(ReadPk(q).refused);
+  }
+  {  // string length, checked before the bounds
+    Pk p;
+    p.proto();
+    const std::uint64_t at = p.at();
+    p.op('X');
+    PutN(p.b, 1048577, 4);
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-012", "string", kDs + static_cast<std::int64_t>(at)));
+    Pk q;
+    q.proto();
+    q.op(0x8d);
+    PutN(q.b, 0xffffffffffffffffull, 8);
+    EXPECT_TRUE(IsError(ReadPk(q), "PT-012", "string", kDs + 2));
+    Pk s;  // exactly 1,048,576 bytes: fine
+    s.proto().dict().str("k").str(std::string(1048576, 'a')).op('s').stop();
+    EXPECT_FALSE(ReadPk(s).refused);
+  }
+  {  // LONG1 of 9 bytes
+    Pk p;
+    p.proto();
+    p.op(0x8a).op(9);
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-012", "integer", kDs + 2));
+  }
+  {  // 1,048,577 items in one list / dict
+    Pk p;
+    p.proto().dict().str("l").list();
+    for (int i = 0; i < 1048576; ++i) p.none().op('a');
+    p.none();
+    const std::uint64_t at = p.at();
+    p.op('a').op('s').stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-012", "container", kDs + static_cast<std::int64_t>(at)));
+    Pk d;
+    d.proto().dict();
+    for (int i = 0; i <= 1048576; ++i) {
+      if (i == 1048576) break;
+      d.i4(i).none().op('s');
+    }
+    d.i4(1048576).none();
+    const std::uint64_t at2 = d.at();
+    d.op('s').stop();
+    EXPECT_TRUE(IsError(ReadPk(d), "PT-012", "container", kDs + static_cast<std::int64_t>(at2)));
+  }
+  {  // dict nesting: root depth 1, k dicts below it reach depth k + 1; a value
+     // inside the depth-d dict has depth d + 1, a tensor is not walked.
+    auto nest = [](int levels, bool tensor) {
+      Pk p;
+      p.proto().dict();
+      for (int i = 0; i < levels; ++i) p.str("a").dict();
+      p.str("v");
+      if (tensor) p.tensor("0", "FloatStorage", 4, 0, {4}, {1}); else p.i1(1);
+      p.op('s');
+      for (int i = 0; i < levels; ++i) p.op('s');
+      p.stop();
+      return ReadPk(p);
+    };
+    const PtResult ok = nest(62, false);
+    ASSERT_FALSE(ok.refused) << ok.findings.back().message;
+    EXPECT_EQ(ok.values[0].first.size(), 62u * 2 + 1);
+    EXPECT_TRUE(IsError(nest(63, false), "PT-012", "depth", kDs));  // value at 65
+    const PtResult t = nest(63, true);
+    ASSERT_FALSE(t.refused) << t.findings.back().message;
+    EXPECT_EQ(t.tensors[0].name.size(), 63u * 2 + 1);
+    EXPECT_TRUE(IsError(nest(64, true), "PT-012", "depth", kDs));  // dict at 65
+  }
+  {  // value nesting: root 1, value 2, ..., 63 nested lists reach 64
+    for (int levels : {63, 64}) {
+      Pk p;
+      p.proto().dict().str("v");
+      for (int i = 0; i < levels; ++i) p.list();
+      for (int i = 1; i < levels; ++i) p.op('a');
+      p.op('s').stop();
+      const PtResult r = ReadPk(p);
+      if (levels == 63) EXPECT_FALSE(r.refused); else EXPECT_TRUE(IsError(r, "PT-012", "depth", kDs));
+    }
+  }
+  {  // a list appended to itself
+    Pk p;
+    p.proto().dict().str("v").list().put(0).get(0).op('a').op('s').stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-012", "depth", kDs));
+  }
+  {  // shared lists: 1024 references to a list of 1024 -> over 1,048,576 visits
+    for (int outer : {512, 1024}) {
+      Pk p;
+      p.proto().dict().str("v").list().put(1).mark();
+      for (int i = 0; i < 1024; ++i) p.none();
+      p.op('e').op('s');  // root["v"] = inner list (memo 1)
+      p.str("w").list().mark();
+      for (int i = 0; i < outer; ++i) p.get(1);
+      p.op('e').op('s').stop();
+      const PtResult r = ReadPk(p);
+      if (outer == 512) EXPECT_FALSE(r.refused); else EXPECT_TRUE(IsError(r, "PT-012", "depth", kDs));
+    }
+  }
+}
+
+TEST(PtPickle, Malformed) {
+  auto at_end = [](Pk p, std::uint64_t at) { return IsError(ReadPk(p), "PT-013", "opcode", kDs + static_cast<std::int64_t>(at)); };
+  for (int op : std::vector<int>{'S', '0', '1', '2', 'P', 'B', 'C', 0x8e, 0x8f, 0x90, 0x91, 0x96, 0x97,
+                                 0x98, 'I', 'L', 'F', 'V', 'U', 'T', 'p', 'g', 'd', 'l', 0x00, 0xff}) {
+    Pk p;
+    p.proto().dict();
+    const std::uint64_t at = p.at();
+    p.op(static_cast<std::uint8_t>(op)).stop();
+    EXPECT_TRUE(at_end(p, at)) << op;
+  }
+  { Pk p; p.dict().stop(); EXPECT_TRUE(at_end(p, 0)); }            // no PROTO first
+  { Pk p; p.proto(1).dict().stop(); EXPECT_TRUE(at_end(p, 0)); }   // protocol 1
+  { Pk p; p.proto(6).dict().stop(); EXPECT_TRUE(at_end(p, 0)); }
+  { Pk p; p.proto().proto().dict().stop(); EXPECT_TRUE(at_end(p, 2)); }  // PROTO twice
+  { Pk p; p.op(0x80); EXPECT_TRUE(at_end(p, 0)); }                 // truncated PROTO
+  { Pk p; p.proto().op('J').op(1); EXPECT_TRUE(at_end(p, 2)); }     // truncated BININT
+  { Pk p; p.proto().op('X'); PutN(p.b, 5, 4); p.raw("ab"); EXPECT_TRUE(at_end(p, 2)); }
+  { Pk p; p.proto().op(0x95); PutN(p.b, 100, 8); p.dict().stop(); EXPECT_TRUE(at_end(p, 2)); }
+  { Pk p; p.proto().op(0x85); EXPECT_TRUE(at_end(p, 2)); }         // TUPLE1 on an empty stack
+  { Pk p; p.proto().dict().mark().op(0x85); EXPECT_TRUE(at_end(p, 4)); }  // below the mark
+  { Pk p; p.proto().dict().tuple(); EXPECT_TRUE(at_end(p, 3)); }   // TUPLE without a mark
+  { Pk p; p.proto().dict().op('u'); EXPECT_TRUE(at_end(p, 3)); }   // SETITEMS without a mark
+  { Pk p; p.proto().dict().op('e'); EXPECT_TRUE(at_end(p, 3)); }   // APPENDS without a mark
+  // SETITEMS / APPENDS whose mark opened on an empty frame: nothing below the mark.
+  { Pk p; p.proto().mark().mark().str("a").i1(1); const auto at = p.at(); p.op('u'); EXPECT_TRUE(at_end(p, at)); }
+  { Pk p; p.proto().mark().i1(1); const auto at = p.at(); p.op('e'); EXPECT_TRUE(at_end(p, at)); }
+  { Pk p; p.proto().mark().str("a").i1(1); const auto at = p.at(); p.op('u'); EXPECT_TRUE(at_end(p, at)); }
+  { Pk p; p.proto().list().str("a").i1(1); const auto at = p.at(); p.op('s'); EXPECT_TRUE(at_end(p, at)); }
+  { Pk p; p.proto().dict().mark().str("a"); const auto at = p.at(); p.op('u'); EXPECT_TRUE(at_end(p, at)); }
+  { Pk p; p.proto().list().mark().str("a"); const auto at = p.at(); p.op('u'); EXPECT_TRUE(at_end(p, at)); }
+  { Pk p; p.proto().dict().i1(1); const auto at = p.at(); p.op('a'); EXPECT_TRUE(at_end(p, at)); }
+  { Pk p; p.proto().dict().mark().i1(1); const auto at = p.at(); p.op('e'); EXPECT_TRUE(at_end(p, at)); }
+  { Pk p; p.proto(); const auto at = p.at(); p.get(3); EXPECT_TRUE(at_end(p, at)); }  // unset memo
+  { Pk p; p.proto(); const auto at = p.at(); p.put(0); EXPECT_TRUE(at_end(p, at)); }  // PUT on empty
+  { Pk p; p.proto(); p.sstr(std::string("\xff")); EXPECT_TRUE(at_end(p, 2)); }
+  { Pk p; p.proto(); p.sstr(std::string("\xed\xa0\x80")); EXPECT_TRUE(at_end(p, 2)); }  // surrogate
+  { Pk p; p.proto(); p.op('c').raw(std::string(257, 'a') + "\nx\n"); EXPECT_TRUE(at_end(p, 2)); }
+  { Pk p; p.proto(); p.op('c').raw("torch\x01\nSize\n"); EXPECT_TRUE(at_end(p, 2)); }
+  { Pk p; p.proto(); p.op('c').raw("torch\nSize"); EXPECT_TRUE(at_end(p, 2)); }
+  { Pk p; p.proto(4).i1(1).i1(2); const auto at = p.at(); p.op(0x93); EXPECT_TRUE(at_end(p, at)); }
+  { Pk p; p.proto().dict(); EXPECT_TRUE(at_end(p, 3)); }            // no STOP: ds + size
+  { Pk p; p.proto().dict().dict(); const auto at = p.at(); p.stop(); EXPECT_TRUE(at_end(p, at)); }
+  { Pk p; p.proto().dict().mark(); const auto at = p.at(); p.stop(); EXPECT_TRUE(at_end(p, at)); }
+  { Pk p; p.proto(); const auto at = p.at(); p.stop(); EXPECT_TRUE(at_end(p, at)); }  // empty stack
+  { Pk p; p.proto().dict().stop(); const auto at = p.at(); p.none(); EXPECT_TRUE(at_end(p, at)); }
+  // A 256-byte GLOBAL line is within the limit (then refused by name).
+  { Pk p; p.proto(); p.op('c').raw(std::string(256, 'a') + "\nx\n");
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-011", "global", kDs + 2)); }
+}
+
+TEST(PtPickle, Arguments) {
+  auto err = [](Pk p, std::uint64_t at) { return IsError(ReadPk(p), "PT-014", "args", kDs + static_cast<std::int64_t>(at)); };
+  { Pk p; p.proto().glob("collections", "OrderedDict").mark().i1(1).tuple(); const auto at = p.at(); p.reduce().stop(); EXPECT_TRUE(err(p, at)); }
+  { Pk p; p.proto().glob("collections", "OrderedDict").list(); const auto at = p.at(); p.reduce().stop(); EXPECT_TRUE(err(p, at)); }
+  { Pk p; p.proto().glob("torch", "Size").mark().str("a").tuple().op(0x85); const auto at = p.at(); p.reduce().stop(); EXPECT_TRUE(err(p, at)); }
+  { Pk p; p.proto().glob("torch", "Size").mark().op(0x88).tuple().op(0x85); const auto at = p.at(); p.reduce().stop(); EXPECT_TRUE(err(p, at)); }
+  { Pk p; p.proto().glob("torch", "Size").ints({1}); const auto at = p.at(); p.reduce().stop(); EXPECT_TRUE(err(p, at)); }
+  // _rebuild_tensor_v2 argument forms.
+  auto tensor = [](int variant) {
+    Pk p;
+    p.proto().dict().mark().str("w").glob("torch._utils", "_rebuild_tensor_v2").mark();
+    if (variant == 0) p.str("x"); else p.pid("0", "FloatStorage", 4);
+    if (variant == 1) p.fl(0.0); else p.i1(0);
+    if (variant == 2) p.list(); else p.ints({4});
+    if (variant == 3) p.mark().i1(1).none().tuple(); else p.ints({1});
+    if (variant == 4) p.i1(0); else p.op(0x89);
+    if (variant == 5) p.dict().str("h").none().op('s'); else if (variant == 6) p.none(); else p.od();
+    if (variant == 7) p.dict().str("m").i1(1).op('s');
+    if (variant == 8) p.none().none();
+    p.tuple();
+    const std::uint64_t at = p.at();
+    p.reduce().op('u').stop();
+    return std::make_pair(p, at);
+  };
+  for (int v = 0; v <= 8; ++v) {
+    auto [p, at] = tensor(v);
+    EXPECT_TRUE(err(p, at)) << v;
+  }
+  // _rebuild_parameter
+  {
+    Pk p;
+    p.proto().glob("torch._utils", "_rebuild_parameter").mark().i1(1).op(0x89).od().tuple();
+    const auto at = p.at();
+    p.reduce().stop();
+    EXPECT_TRUE(err(p, at));
+  }
+  // BUILD: twice, ordered state, non-str key.
+  {
+    Pk p;
+    p.proto().od().dict().op('b').dict();
+    const auto at = p.at();
+    p.op('b').stop();
+    EXPECT_TRUE(err(p, at));
+  }
+  {
+    Pk p;
+    p.proto().od().od();
+    const auto at = p.at();
+    p.op('b').stop();
+    EXPECT_TRUE(err(p, at));
+  }
+  {
+    Pk p;
+    p.proto().od().dict().i1(1).none().op('s');
+    const auto at = p.at();
+    p.op('b').stop();
+    EXPECT_TRUE(err(p, at));
+  }
+}
+
+TEST(PtPickle, PersistentIds) {
+  auto run = [](const std::function<void(Pk&)>& id, const std::vector<Record>& st,
+                const char* field) {
+    Pk p;
+    p.proto().dict().mark().str("s");
+    id(p);
+    const std::uint64_t at = p.at();
+    p.op('Q').op('u').stop();
+    return IsError(ReadPk(p, st), "PT-015", field, kDs + static_cast<std::int64_t>(at));
+  };
+  auto pid = [](std::string tag, std::string cls, std::string key, bool loc_str, std::int64_t n) {
+    return [=](Pk& p) {
+      p.mark().str(tag);
+      if (cls.empty()) p.str("FloatStorage"); else p.glob("torch", cls);
+      p.str(key);
+      if (loc_str) p.str("cpu"); else p.none();
+      p.i8(n).tuple();
+    };
+  };
+  const std::vector<Record> st = {{"0", kFour}};
+  EXPECT_TRUE(run([](Pk& p) { p.str("storage"); }, st, "persistent_id"));
+  EXPECT_TRUE(run([](Pk& p) { p.mark().str("storage").tuple(); }, st, "persistent_id"));
+  EXPECT_TRUE(run(pid("module", "FloatStorage", "0", true, 4), st, "persistent_id"));
+  EXPECT_TRUE(run(pid("storage", "", "0", true, 4), st, "persistent_id"));
+  EXPECT_TRUE(run(pid("storage", "float32", "0", true, 4), st, "persistent_id"));
+  EXPECT_TRUE(run(pid("storage", "FloatStorage", "", true, 4), st, "persistent_id"));
+  EXPECT_TRUE(run(pid("storage", "FloatStorage", "../0", true, 4), st, "persistent_id"));
+  EXPECT_TRUE(run(pid("storage", "FloatStorage", "a.b", true, 4), st, "persistent_id"));
+  EXPECT_TRUE(run(pid("storage", "FloatStorage", std::string(65, 'a'), true, 4), st, "persistent_id"));
+  EXPECT_TRUE(run(pid("storage", "FloatStorage", "0", false, 4), st, "persistent_id"));
+  EXPECT_TRUE(run(pid("storage", "FloatStorage", "0", true, -1), st, "persistent_id"));
+  EXPECT_TRUE(run(pid("storage", "FloatStorage", "1", true, 4), st, "storage"));
+  EXPECT_TRUE(run(pid("storage", "FloatStorage", "0", true, 3), st, "storage"));
+  EXPECT_TRUE(run(pid("storage", "HalfStorage", "0", true, 4), st, "storage"));
+  EXPECT_TRUE(run(pid("storage", "FloatStorage", "0", true, 1LL << 62), st, "storage"));
+  // A 64-character key is fine.
+  const std::string k64(64, 'K');
+  Pk ok;
+  ok.proto().dict().mark().str("s");
+  pid("storage", "FloatStorage", k64, true, 4)(ok);
+  ok.op('Q').op('u').stop();
+  const PtResult r = ReadPk(ok, {{k64, kFour}});
+  ASSERT_FALSE(r.refused) << r.findings.back().message;
+  EXPECT_EQ(r.Value("s")->kind, PtKind::kStorage);
+  // Reusing a key with another numel or class.
+  for (const char* cls : {"FloatStorage", "IntStorage"}) {
+    Pk p;
+    p.proto().dict().mark().str("a");
+    pid("storage", "FloatStorage", "0", true, 4)(p);
+    p.op('Q').str("b");
+    pid("storage", cls, "0", true, std::string(cls) == "IntStorage" ? 4 : 2)(p);
+    const std::uint64_t at = p.at();
+    p.op('Q').op('u').stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-015", "storage", kDs + static_cast<std::int64_t>(at))) << cls;
+  }
+}
+
+TEST(PtPickle, Geometry) {
+  auto run = [](std::int64_t offset, const std::vector<std::int64_t>& size,
+                const std::vector<std::int64_t>& stride, const char* field) {
+    Pk p;
+    p.proto().dict().mark().str("w").glob("torch._utils", "_rebuild_tensor_v2").mark();
+    p.pid("0", "FloatStorage", 4).i8(offset).ints(size).ints(stride).op(0x89).od().tuple();
+    const std::uint64_t at = p.at();
+    p.reduce().op('u').stop();
+    const PtResult r = ReadPk(p);
+    if (field == nullptr) return r.refused ? ::testing::AssertionFailure() << r.findings.back().message
+                                           : ::testing::AssertionSuccess();
+    return IsError(r, "PT-016", field, kDs + static_cast<std::int64_t>(at));
+  };
+  EXPECT_TRUE(run(0, {2, 2}, {2}, "shape"));
+  EXPECT_TRUE(run(0, {2, -2}, {2, 1}, "shape"));
+  EXPECT_TRUE(run(0, {2, 2}, {-2, 1}, "shape"));
+  EXPECT_TRUE(run(-1, {2}, {1}, "shape"));
+  EXPECT_TRUE(run(0, {1LL << 40, 1LL << 40, 0}, {0, 0, 0}, "shape"));  // overflow before the 0
+  EXPECT_TRUE(run(0, std::vector<std::int64_t>(65, 1), std::vector<std::int64_t>(65, 1), "shape"));
+  EXPECT_TRUE(run(0, std::vector<std::int64_t>(64, 1), std::vector<std::int64_t>(64, 1), nullptr));
+  EXPECT_TRUE(run(0, {5}, {1}, "storage_offset"));
+  EXPECT_TRUE(run(1, {4}, {1}, "storage_offset"));
+  EXPECT_TRUE(run(0, {2, 2}, {3, 1}, "storage_offset"));  // last element at 4
+  EXPECT_TRUE(run(0, {2, 2}, {2, 1}, nullptr));
+  EXPECT_TRUE(run(3, {1}, {1000}, nullptr));
+  EXPECT_TRUE(run(4, {0}, {1}, nullptr));           // numel 0: offset <= numel
+  EXPECT_TRUE(run(5, {0}, {1}, "storage_offset"));
+  EXPECT_TRUE(run(0, {2, (1LL << 61)}, {1LL << 62, 1LL << 62}, "storage_offset"));
+}
+
+TEST(PtPickle, OutputBound) {
+  // Section 3: the names' bytes plus the tensors' C-order bytes, in table order,
+  // stay within n + 2^26; a stride-0 view of a 4-float storage is the lever.
+  auto file = [](std::int64_t k) {
+    Pk p;
+    p.proto().dict().mark().str("b").tensor("0", "FloatStorage", 4, 0, {k}, {0}).op('u').stop();
+    return Archive(p.b, {{"0", kFour}});
+  };
+  const std::uint64_t n = file(0).bytes.size();  // k is an 8-byte LONG1: n does not depend on it
+  const std::int64_t kmax = static_cast<std::int64_t>((n + (1ull << 26) - 1) / 4);  // 1 + 4k <= n + 2^26
+  const Zip ok = file(kmax);
+  ASSERT_EQ(ok.bytes.size(), n);
+  const PtResult r = Read(ok);
+  ASSERT_FALSE(r.refused) << r.findings.back().message;
+  EXPECT_EQ(r.tensors[0].numel, static_cast<std::uint64_t>(kmax));
+  EXPECT_TRUE(IsError(Read(file(kmax + 1)), "PT-012", "container", kDs));
+  EXPECT_TRUE(IsError(Read(file(1LL << 62)), "PT-012", "container", kDs));
+  // Names count too: one dict shared under 4096 keys, each holding 4096 entries
+  // would flatten to 2^24 names (and 2^24 node visits: the visit limit comes first).
+  Pk p;
+  p.proto().dict().str("d").dict().put(1);
+  for (int i = 0; i < 300; ++i) p.str(std::string(200, 'x') + std::to_string(i)).none().op('s');
+  p.op('s');
+  for (int i = 0; i < 2000; ++i) p.str("k" + std::to_string(i)).get(1).op('s');
+  p.stop();
+  // 2001 * 300 = 600,300 visits (under 2^20); names > 2001 * 300 * 203 bytes > n + 2^26.
+  EXPECT_TRUE(IsError(ReadPk(p), "PT-012", "container", kDs));
+}
+
+TEST(PtPickle, RootAndKeys) {
+  { Pk p; p.proto().list(); const auto at = p.at(); p.stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-017", "root", kDs + static_cast<std::int64_t>(at))); }
+  { Pk p; p.proto().tensor("0", "FloatStorage", 4, 0, {4}, {1}); const auto at = p.at(); p.stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-017", "root", kDs + static_cast<std::int64_t>(at))); }
+  for (int kind = 0; kind < 4; ++kind) {
+    Pk p;
+    p.proto().dict();
+    if (kind == 0) p.op(0x88); else if (kind == 1) p.fl(1.0); else if (kind == 2) p.none(); else p.op(')');
+    p.i1(1);
+    const auto at = p.at();
+    p.op('s').stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-017", "key", kDs + static_cast<std::int64_t>(at))) << kind;
+  }
+  {  // repeated key inside one SETITEMS; int 1 and str "1" are different keys
+    Pk p;
+    p.proto().dict().mark().str("1").i1(1).i1(1).i1(2).str("1").i1(3);
+    const auto at = p.at();
+    p.op('u').stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-017", "key", kDs + static_cast<std::int64_t>(at)));
+  }
+  {  // but int 1 then str "1" in different dicts collide only when flattened
+    Pk p;
+    p.proto().dict().mark().str("1").i1(1).i1(1).i1(2).op('u').stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-017", "key", kDs, "1"));
+  }
+  {  // an empty key (flattening)
+    Pk p;
+    p.proto().dict().str("").i1(1).op('s').stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-017", "key", kDs));
+  }
+  {  // "a.b" as a key and as a flattened path: the name collides
+    Pk p;
+    p.proto().dict().mark().str("a.b").tensor("0", "FloatStorage", 4, 0, {4}, {1});
+    p.str("a").dict().str("b").i1(1).op('s').op('u').stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-017", "key", kDs, "a.b"));
+  }
+  {  // negative int keys print as decimals
+    Pk p;
+    p.proto().dict().mark().i4(-7).i1(1).op('u').stop();
+    const PtResult r = ReadPk(p, {});
+    ASSERT_FALSE(r.refused) << r.findings.back().message;
+    EXPECT_NE(r.Value("-7"), nullptr);
+  }
+}
+
+TEST(PtPickle, NothingExecuted) {
+  // A hostile pickle naming os.system through every route is refused; nothing runs.
+  Pk p;
+  p.proto().glob("os", "system").mark().str("touch /tmp/quantdiff_pwned").tuple().reduce().stop();
+  EXPECT_TRUE(ReadPk(p).refused);
+  EXPECT_FALSE(std::ifstream("/tmp/quantdiff_pwned").good());
+}
+
+}  // namespace
