@@ -26,6 +26,7 @@
 #include "codecs/kernels.h"
 #include "fuzz/common/bnb_file_input.h"
 #include "fuzz/common/fuzz_support.h"
+#include "fuzz/common/registry_diff.h"
 #include "harness/differ.h"
 #include "harness/registry.h"
 
@@ -38,27 +39,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::vector<std::uint8_t> bytes = qd::fuzz::BnbFileFromInput(data, size);
   const qd::ByteView file{bytes.data(), bytes.size()};
   const std::string name = "input-bnb.safetensors";
-  const qd::Outcome codec = format->codec_read(file, name, {});
-  const qd::Outcome oracle = format->oracle_read(file, name, {});
-  if (std::optional<qd::harness::Divergence> d = qd::harness::Compare(codec, oracle, "bnb_file")) {
-    qd::fuzz::Diverge(d->signature, "kernel=best: " + d->detail);
-  }
-  // The check-only path (`quantdiff check`) reports what the full read does.
-  const qd::Outcome check = format->codec_check(file, name, {});
-  if (check.refused != codec.refused || check.findings.size() != codec.findings.size()) {
-    qd::fuzz::Diverge("DIFF:bnb_file:check:" + std::string(codec.refused ? "refused" : "accepted"),
-                      "codec_check " + std::to_string(check.findings.size()) +
-                          " findings, codec_read " + std::to_string(codec.findings.size()));
-  }
-  for (std::size_t i = 0; i < check.findings.size(); ++i) {
-    if (check.findings[i].rule != codec.findings[i].rule ||
-        check.findings[i].severity != codec.findings[i].severity) {
-      qd::fuzz::Diverge("DIFF:bnb_file:check:" + codec.findings[i].rule,
-                        "finding " + std::to_string(i) + ": codec_check " +
-                            qd::harness::Describe(check.findings[i]) + " | codec_read " +
-                            qd::harness::Describe(codec.findings[i]));
-    }
-  }
+  const qd::fuzz::RegistryReadings r =
+      qd::fuzz::DiffThroughRegistry(*format, "bnb_file", file, name, {});
+  const qd::Outcome& oracle = r.oracle;
   // The registry decodes with the best kernel; every other one must agree too.
   const qd::codec::Kernel best = qd::codec::BestKernel();
   for (qd::codec::Kernel kernel : qd::codec::AvailableKernels()) {

@@ -25,6 +25,7 @@
 #include "codecs/gptq.h"
 #include "codecs/kernels.h"
 #include "fuzz/common/fuzz_support.h"
+#include "fuzz/common/registry_diff.h"
 #include "fuzz/common/gptq_file_input.h"
 #include "harness/differ.h"
 #include "harness/registry.h"
@@ -38,28 +39,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const qd::fuzz::GptqCase c = qd::fuzz::GptqCaseFromInput(data, size);
   const qd::ByteView file{c.file.data(), c.file.size()};
   const std::string name = "input-gptq.safetensors";
-  const qd::Outcome codec = format->codec_read(file, name, c.configs);
-  const qd::Outcome oracle = format->oracle_read(file, name, c.configs);
-  if (std::optional<qd::harness::Divergence> d = qd::harness::Compare(codec, oracle, "gptq_file")) {
-    qd::fuzz::Diverge(d->signature, "kernel=best: " + d->detail);
-  }
-  const qd::Outcome check = format->codec_check(file, name, c.configs);
-  if (check.refused != codec.refused || check.findings.size() != codec.findings.size()) {
-    qd::fuzz::Diverge("DIFF:gptq_file:check:" + std::string(codec.refused ? "refused" : "accepted"),
-                      "codec_check " + std::to_string(check.findings.size()) +
-                          " findings, codec_read " + std::to_string(codec.findings.size()));
-  }
-  for (std::size_t i = 0; i < check.findings.size(); ++i) {
-    const qd::Finding& a = check.findings[i];
-    const qd::Finding& b = codec.findings[i];
-    if (a.rule != b.rule || a.severity != b.severity || a.file != b.file || a.tensor != b.tensor ||
-        a.field != b.field || a.byte_offset != b.byte_offset || a.row != b.row ||
-        a.element != b.element || a.block != b.block) {
-      qd::fuzz::Diverge("DIFF:gptq_file:check:" + b.rule,
-                        "finding " + std::to_string(i) + ": codec_check " + qd::harness::Describe(a) +
-                            " | codec_read " + qd::harness::Describe(b));
-    }
-  }
+  const qd::fuzz::RegistryReadings r =
+      qd::fuzz::DiffThroughRegistry(*format, "gptq_file", file, name, c.configs);
+  const qd::Outcome& oracle = r.oracle;
   const qd::codec::Kernel best = qd::codec::BestKernel();
   for (qd::codec::Kernel kernel : qd::codec::AvailableKernels()) {
     if (kernel == best || oracle.refused) continue;

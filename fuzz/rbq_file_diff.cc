@@ -6,8 +6,9 @@
 // leading bytes mutate it (bytes, block scales, truncation, the length
 // prefix, tokens spliced into the header). An input shorter than the tail,
 // or with the raw flag in its tail, is a file as it is. The registry's "rbq"
-// codec and oracle readers then must agree (qd::harness::Compare), and so
-// must the codec decoding with each other kernel of AvailableKernels().
+// codec and oracle readers then must agree (qd::harness::Compare), the
+// codec's check-only path must report the same findings, and the codec
+// decoding with each other kernel of AvailableKernels() must agree too.
 //
 // Signature on divergence: DIFF:rbq_file:<kind>:<rule-or-part>.
 #include <cstddef>
@@ -19,6 +20,7 @@
 #include "codecs/kernels.h"
 #include "codecs/rbq.h"
 #include "fuzz/common/fuzz_support.h"
+#include "fuzz/common/registry_diff.h"
 #include "fuzz/common/rbq_file_input.h"
 #include "harness/differ.h"
 #include "harness/registry.h"
@@ -32,11 +34,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::vector<std::uint8_t> bytes = qd::fuzz::RbqFileFromInput(data, size);
   const qd::ByteView file{bytes.data(), bytes.size()};
   const std::string name = "input-rbq.safetensors";
-  const qd::Outcome codec = format->codec_read(file, name, {});
-  const qd::Outcome oracle = format->oracle_read(file, name, {});
-  if (std::optional<qd::harness::Divergence> d = qd::harness::Compare(codec, oracle, "rbq_file")) {
-    qd::fuzz::Diverge(d->signature, "kernel=best: " + d->detail);
-  }
+  const qd::fuzz::RegistryReadings r =
+      qd::fuzz::DiffThroughRegistry(*format, "rbq_file", file, name, {});
+  const qd::Outcome& oracle = r.oracle;
   // The registry decodes with the best kernel; every other one must agree too.
   const qd::codec::Kernel best = qd::codec::BestKernel();
   for (qd::codec::Kernel kernel : qd::codec::AvailableKernels()) {

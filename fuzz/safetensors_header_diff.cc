@@ -1,7 +1,8 @@
 // safetensors_header_diff: the whole input is a safetensors file; the codec's
 // container reader (nlohmann/json SAX) and the oracle's strict hand-written
 // parser must agree on accept/reject, on every finding's rule in order, and
-// on every decoded floating tensor bit for bit (qd::harness::Compare).
+// on every decoded floating tensor bit for bit (qd::harness::Compare), and
+// the check-only path must report the same findings (registry_diff.h).
 //
 // Signature on divergence: DIFF:safetensors_header:<kind>:<rule-or-part>.
 #include <cstddef>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "fuzz/common/fuzz_support.h"
+#include "fuzz/common/registry_diff.h"
 #include "harness/differ.h"
 #include "harness/registry.h"
 
@@ -22,11 +24,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }();
   const qd::ByteView file{data, size};
   const std::string name = "input.safetensors";
-  const qd::Outcome codec = format->codec_read(file, name, {});
-  const qd::Outcome oracle = format->oracle_read(file, name, {});
-  if (std::optional<qd::harness::Divergence> d =
-          qd::harness::Compare(codec, oracle, "safetensors_header")) {
-    qd::fuzz::Diverge(d->signature, d->detail);
-  }
+  qd::fuzz::DiffThroughRegistry(*format, "safetensors_header", file, name, {});
   return 0;
 }
