@@ -36,9 +36,9 @@ extern const std::string_view kCampaignHelp =
     "                       warning rule R accepted with R among the warnings\n"
     "The bytes of the first instances of every signature are saved under\n"
     "DIR/divergences/ and DIR/expectation-failures/ as\n"
-    "<signature>-<crc32>.safetensors (an instance that comes with config files\n"
-    "is the folder <signature>-<crc32>/ holding model.safetensors beside them);\n"
-    "`quantdiff diff FILE` replays one.\n"
+    "<signature>-<crc32>.safetensors (.pt for torch files; an instance that\n"
+    "comes with config files is the folder <signature>-<crc32>/ holding\n"
+    "model.safetensors beside them); `quantdiff diff FILE` replays one.\n"
     "A progress line goes to standard error about once a second; Ctrl-C stops\n"
     "early and still writes the summary.\n"
     "\n"
@@ -47,7 +47,7 @@ extern const std::string_view kCampaignHelp =
     "                 a seed derived from S and i, so a run repeats exactly\n"
     "  --out DIR      where to write summary.txt, report.json and the saved\n"
     "                 instances (default ./campaign-out)\n"
-    "  --format NAME  only this format (rbq, bnb, gptq, safetensors); repeat with commas\n"
+    "  --format NAME  only this format (rbq, bnb, gptq, pt, safetensors); repeat with commas\n"
     "  --instances N  stop after N instances even if time remains\n"
     "\n"
     "exit: 0 no divergence and no expectation failure, 1 otherwise,\n"
@@ -186,7 +186,7 @@ class Campaign {
     if (mutant) Mutate(&in.generated, rng);
 
     const qd::ByteView bytes{in.generated.bytes.data(), in.generated.bytes.size()};
-    const std::string name = "instance-" + std::to_string(index) + ".safetensors";
+    const std::string name = "instance-" + std::to_string(index) + std::string(format.file_extension);
     std::string codec_error;
     std::string oracle_error;
     const std::optional<qd::Outcome> codec = SafeRead(format.codec_read, bytes, name, in.generated.side_files, &codec_error);
@@ -298,7 +298,8 @@ class Campaign {
     ++p.count;
     std::string saved;
     if (p.saved.size() < kSavedPerSignature) {
-      saved = Save(divergence ? "divergences" : "expectation-failures", signature, in.generated);
+      saved = Save(divergence ? "divergences" : "expectation-failures", signature, in.generated,
+                   in.format.file_extension);
       if (!saved.empty() && std::find(p.saved.begin(), p.saved.end(), saved) == p.saved.end()) {
         p.saved.push_back(saved);
       }
@@ -322,12 +323,12 @@ class Campaign {
   // configs, the layout `quantdiff diff` looks them up in. Returns the path
   // of the file relative to DIR, or "" when it could not be written.
   std::string Save(const std::string& sub, const std::string& signature,
-                   const qd::harness::Generated& generated) {
+                   const qd::harness::Generated& generated, std::string_view extension) {
     const std::vector<std::uint8_t>& bytes = generated.bytes;
     const std::string base = sub + "/" + Sanitise(signature) + "-" + Crc32Hex(bytes.data(), bytes.size());
     const std::string folder = generated.side_files.empty() ? sub : base;
     const std::string relative =
-        generated.side_files.empty() ? base + ".safetensors" : base + "/model.safetensors";
+        generated.side_files.empty() ? base + std::string(extension) : base + "/model.safetensors";
     std::error_code ec;
     std::filesystem::create_directories(out_dir_ + "/" + folder, ec);
     std::string error;

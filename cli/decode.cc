@@ -28,7 +28,7 @@ extern const std::string_view kDecodeHelp =
     "all. Warnings are printed to standard error.\n"
     "\n"
     "  --out FILE     the safetensors file to write (required)\n"
-    "  --format NAME  read FILE as NAME (rbq, bnb, gptq, safetensors) instead of detecting\n"
+    "  --format NAME  read FILE as NAME (rbq, bnb, gptq, pt, safetensors) instead of detecting\n"
     "  --config FILE  FILE's quantize config (GPTQ); without it the config is looked\n"
     "                 up beside FILE: STEM.quantize_config.json, quantize_config.json,\n"
     "                 quant_config.json, then config.json's quantization_config\n"

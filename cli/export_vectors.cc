@@ -20,10 +20,11 @@ extern const std::string_view kExportVectorsHelp =
     "Writes portable test vectors in the shape of Wycheproof's: for every format\n"
     "DIR/<format>.json lists test groups (valid instances, then one group per\n"
     "rule the generators can break) of tests {tcId, comment, file, result,\n"
-    "flags, crc32, size}, and DIR/<format>/<tcId>.safetensors holds each test's\n"
-    "bytes. A test whose file comes with config files (GPTQ) is written as\n"
-    "DIR/<format>/<tcId>/model.safetensors beside them, listed under configs. result and flags are the ORACLE's reading of the file, never the\n"
-    "codec's: \"valid\" (accepted, no finding), \"acceptable\" (accepted with\n"
+    "flags, crc32, size}, and DIR/<format>/<tcId>.safetensors (.pt for torch\n"
+    "files) holds each test's bytes. A test whose file comes with config files\n"
+    "(GPTQ) is written as DIR/<format>/<tcId>/model.safetensors beside them,\n"
+    "listed under configs. result and flags are the ORACLE's reading of the\n"
+    "file, never the codec's: \"valid\" (accepted, no finding), \"acceptable\" (accepted with\n"
     "warnings) or \"invalid\" (refused); flags are the rule IDs it reported, and\n"
     "notes maps each flag to the catalogue's text. The same seed writes the same\n"
     "bytes, so the vectors can be committed and diffed.\n"
@@ -31,7 +32,7 @@ extern const std::string_view kExportVectorsHelp =
     "  --out DIR      output directory (default corpus/vectors)\n"
     "  --count N      tests per group (default 4)\n"
     "  --seed S       generator seed (default 1)\n"
-    "  --format NAME  only this format (rbq, bnb, gptq, safetensors)\n"
+    "  --format NAME  only this format (rbq, bnb, gptq, pt, safetensors)\n"
     "\n"
     "exit: 0 written, 2 usage error or unwritable DIR\n";
 
@@ -53,15 +54,15 @@ struct FormatResult {
   std::uint64_t relabelled = 0;  // the oracle reported another rule than targeted
 };
 
-// Removes DIR/<format>/<digits>.safetensors left from an earlier export, so
+// Removes DIR/<format>/<digits><extension> left from an earlier export, so
 // the folder holds exactly the files the JSON names.
-void RemoveStaleVectors(const std::filesystem::path& dir) {
+void RemoveStaleVectors(const std::filesystem::path& dir, std::string_view extension) {
   std::error_code ec;
   for (auto it = std::filesystem::directory_iterator(dir, ec);
        !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
     const std::filesystem::path& p = it->path();
     const std::string stem = p.stem().string();
-    if (p.extension() != ".safetensors" || stem.empty() ||
+    if (p.extension() != extension || stem.empty() ||
         stem.find_first_not_of("0123456789") != std::string::npos) {
       continue;
     }
@@ -91,7 +92,7 @@ bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out
     *error = "cannot create " + files_dir.string() + ": " + ec.message();
     return false;
   }
-  RemoveStaleVectors(files_dir);
+  RemoveStaleVectors(files_dir, format.file_extension);
 
   qd::harness::Rng rng(Mix(seed ^ Fnv1a(name)));
   std::vector<std::string> groups = {""};
@@ -112,7 +113,7 @@ bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out
       // file names, which is the layout `quantdiff check` looks up and what
       // decides how a config is read (config.json is read nested).
       const std::string id = std::to_string(tc_id);
-      const std::string file = g.side_files.empty() ? name + "/" + id + ".safetensors"
+      const std::string file = g.side_files.empty() ? name + "/" + id + std::string(format.file_extension)
                                                     : name + "/" + id + "/model.safetensors";
       qd::harness::SideFiles side_files;
       Json configs = Json::array();

@@ -11,9 +11,11 @@
 #ifndef QUANTDIFF_GENERATORS_GENERATORS_H_
 #define QUANTDIFF_GENERATORS_GENERATORS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "codecs/safetensors.h"
@@ -69,6 +71,92 @@ struct GptqLayerParams {
 std::vector<codec::TensorWithBytes> BuildGptqLayer(const GptqLayerParams& params, harness::Rng& rng);
 // A canonical quantize_config.json text for those parameters.
 std::string GptqConfigText(int format, int bits, std::int64_t group_size);
+
+// torch .pt / .bin files (rules PT-*, docs/pt.md), written by a torch.save-like
+// writer of quantdiff's own (generators/pt.cc): stored ZIP entries with the
+// FB alignment padding, data descriptors and zip64 end records torch writes
+// (or Python zipfile's plain layout), and a data.pkl of hand-written protocol
+// 2 (sometimes 4) opcodes: an OrderedDict or dict root, tensors through
+// _rebuild_tensor_v2 and persistent-ID storages, views sharing a storage,
+// nested dicts, int keys and plain values beside the tensors.
+harness::Generated PtValid(harness::Rng& rng);
+std::vector<std::string> PtViolableRules();
+harness::Generated PtViolation(std::string_view rule, harness::Rng& rng);
+
+// One ZIP entry for PtWriteZip.
+struct PtZipEntry {
+  std::string name;  // the whole entry name, "archive/data.pkl"
+  std::vector<std::uint8_t> data;
+  // true: as torch writes (version 0, flags 0x0808, CRC and sizes 0 in the
+  // local header, a 16-byte data descriptor after the data, an FB extra field
+  // of Z bytes aligning the data to 64); false: as Python's zipfile writes
+  // (version 20, flags 0, real CRC and sizes in the local header, nothing else).
+  bool torch_style = true;
+  std::vector<std::uint8_t> central_extra;  // the central entry's extra field, as is
+  // >= 0: the entry has no local header of its own; its central entry points
+  // at data offset embed_at of entry embed_in, whose data holds one
+  // (PtLocalRecord) -- how overlapping entries are made.
+  int embed_in = -1;
+  std::uint64_t embed_at = 0;
+};
+
+// Where PtWriteZip put things (absolute offsets).
+struct PtZipLayout {
+  struct Entry {
+    std::uint64_t local = 0;       // local header
+    std::uint64_t data_start = 0;  // ds
+    std::uint64_t end = 0;         // after the data (and the descriptor)
+    std::uint64_t central = 0;     // central directory entry
+    std::uint64_t fb = 0, fb_size = 0;  // the FB field's Z bytes (fb_size 0: none)
+  };
+  std::vector<Entry> entries;
+  std::uint64_t cd_off = 0, cd_size = 0;
+  bool zip64 = false;
+  std::uint64_t zip64_record = 0, locator = 0;
+  std::uint64_t eocd = 0;
+};
+
+struct PtZipOptions {
+  bool zip64_end = true;  // zip64 end record and locator before the end record (torch)
+  std::vector<std::uint8_t> central_tail;  // bytes after the last central entry, counted in cd_size
+};
+
+std::vector<std::uint8_t> PtWriteZip(const std::vector<PtZipEntry>& entries,
+                                     const PtZipOptions& options, PtZipLayout* layout = nullptr);
+// A Python-zipfile-style local header followed by the data: what an entry
+// with embed_in points at.
+std::vector<std::uint8_t> PtLocalRecord(const std::string& name, const std::vector<std::uint8_t>& data);
+std::uint32_t PtCrc32(const std::uint8_t* data, std::size_t size);
+
+// One tensor of the expected tensor table (docs/pt.md 5.3, 6.1).
+struct PtExpectedTensor {
+  std::string name;
+  std::string dtype;  // "F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL"
+  std::vector<std::uint64_t> shape;
+  std::vector<std::uint8_t> bytes;  // C order, little-endian
+  bool view = false;                // not the whole storage in C order
+};
+
+// A valid file before it is written: its records (data.pkl first) and the
+// tensor table it stands for.
+struct PtDraft {
+  std::string prefix = "archive";
+  std::vector<std::pair<std::string, std::vector<std::uint8_t>>> records;  // name without P/
+  std::vector<std::size_t> pickle_ops;  // offsets of data.pkl's opcodes
+  bool torch_style = true;
+  bool zip64_end = true;
+  std::vector<PtExpectedTensor> tensors;  // the tensor table, flattening order
+  std::vector<std::string> values;        // names of the value table entries
+};
+
+struct PtDraftOptions {
+  int max_items = 6;        // items of the root dict (at least 1)
+  bool copies = false;      // each view gets a contiguous copy "<name>_copy" beside it
+  bool allow_big = true;    // byteorder = big sometimes
+  int protocol = 0;         // 0: random (2 mostly, 3..5 sometimes)
+};
+PtDraft PtRandomDraft(harness::Rng& rng, const PtDraftOptions& options = {});
+std::vector<std::uint8_t> PtWriteDraft(const PtDraft& draft, PtZipLayout* layout = nullptr);
 
 // Parameters of one RBQ file, exposed so fuzz targets can build from input.
 struct RbqFileParams {

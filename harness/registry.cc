@@ -2,11 +2,13 @@
 
 #include "codecs/bnb.h"
 #include "codecs/gptq.h"
+#include "codecs/pt.h"
 #include "codecs/rbq.h"
 #include "codecs/safetensors.h"
 #include "generators/generators.h"
 #include "oracles/bnb.h"
 #include "oracles/gptq.h"
+#include "oracles/pt.h"
 #include "oracles/rbq.h"
 #include "oracles/safetensors.h"
 
@@ -103,6 +105,26 @@ qd::Outcome OracleGptq(qd::ByteView file, const std::string& name, const SideFil
   return oracle::ReadGptqFile(file, name, side_files);
 }
 
+qd::Outcome CodecPt(qd::ByteView file, const std::string& name, const SideFiles&) {
+  return codec::DecodePtFile(file, name);
+}
+
+qd::Outcome StreamPt(qd::ByteView file, const std::string& name, const SideFiles&,
+                     codec::DecodeSink& sink) {
+  return codec::StreamPtFile(file, name, sink);
+}
+
+qd::Outcome CheckPt(qd::ByteView file, const std::string& name, const SideFiles&) {
+  codec::PtResult r = codec::ReadPt(file, name);
+  return qd::Outcome{r.refused, std::move(r.findings), {}};
+}
+
+qd::Outcome OraclePt(qd::ByteView file, const std::string& name, const SideFiles&) {
+  return oracle::ReadPtFile(file, name);
+}
+
+bool ClaimsPt(qd::ByteView file) { return codec::ClaimsPt(file); }
+
 bool ClaimsGptq(qd::ByteView file) { return codec::ClaimsGptq(file); }
 
 bool ClaimsBnb(qd::ByteView file) { return codec::ReadBnb(file, "").is_bnb; }
@@ -127,6 +149,11 @@ const std::vector<FormatEntry>& Formats() {
        "GPTQ v1 / v2 continuous pack and planar GPTQ_P with quantize configs (specs 001, 004)",
        &CodecGptq, &StreamGptq, &CheckGptq, &OracleGptq, &ClaimsGptq, &gen::GptqValid,
        &gen::GptqViolableRules, &gen::GptqViolation},
+      // Its own container (a ZIP or a legacy pickle, never a safetensors
+      // header): after the safetensors formats, whose claims need a header.
+      {"pt", {"PT-"}, "torch .pt/.bin (torch.save zip, allow-listed pickle subset), docs/pt.md",
+       &CodecPt, &StreamPt, &CheckPt, &OraclePt, &ClaimsPt, &gen::PtValid, &gen::PtViolableRules,
+       &gen::PtViolation, nullptr, ".pt"},
       {"safetensors", {"ST-"}, "safetensors container", &CodecSafetensors, &StreamSafetensors, &CheckSafetensors,
        &OracleSafetensors, &ClaimsAny, &gen::SafetensorsValid,
        &gen::SafetensorsViolableRules, &gen::SafetensorsViolation},

@@ -70,6 +70,9 @@ struct FormatEntry {
   Generated (*generate_violation)(std::string_view rule, Rng& rng);
   // Variants that apply to an accepted file; null when the format has none.
   std::vector<VariantFlag> (*variants)(qd::ByteView file) = nullptr;
+  // How the format's files are named when quantdiff writes them (vectors,
+  // saved campaign instances).
+  std::string_view file_extension = ".safetensors";
 
   // True when rule_id starts with one of rule_prefixes.
   bool OwnsRule(std::string_view rule_id) const;

@@ -214,14 +214,35 @@ RC_GTEST_PROP(RegistryProperties, CodecAgreesWithOracleOnMutatedInstances, (std:
     const qd::harness::Generated g = f.generate_valid(rng);
     std::vector<std::uint8_t> file = g.bytes;
     std::uint64_t n = 0;
-    for (int i = 7; i >= 0; --i) n = n * 256 + file[i];
-    const std::uint64_t data_start = 8 + n;
-    if (file.size() > data_start) {
+    for (int i = file.size() >= 8 ? 7 : -1; i >= 0; --i) n = n * 256 + file[i];
+    if (file.size() >= 8 && n <= file.size() - 8) {
+      const std::uint64_t data_start = 8 + n;
+      if (file.size() > data_start) {
+        for (const auto& [where, value] : data_flips) {
+          file[data_start + where % (file.size() - data_start)] ^= value;
+        }
+      }
+      file = qdtest::gen::MutateHeader(file, mutations, fix_length);
+    } else {
+      // Not a safetensors layout (a torch .pt ZIP): the same mutations on the
+      // bytes themselves (flip, set, insert; the structural kinds erase).
       for (const auto& [where, value] : data_flips) {
-        file[data_start + where % (file.size() - data_start)] ^= value;
+        if (!file.empty()) file[where % file.size()] ^= value;
+      }
+      for (const qdtest::gen::Mutation& m : mutations) {
+        const std::size_t at = file.empty() ? 0 : m.where % file.size();
+        if (m.kind == 0 && !file.empty()) {
+          file[at] ^= static_cast<std::uint8_t>(1u << (m.value % 8));
+        } else if (m.kind == 1 && !file.empty()) {
+          file[at] = m.value;
+        } else if (m.kind <= 3) {
+          file.insert(file.begin() + static_cast<std::ptrdiff_t>(m.where % (file.size() + 1)), m.length, m.value);
+        } else if (!file.empty()) {
+          file.erase(file.begin() + static_cast<std::ptrdiff_t>(at),
+                     file.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(file.size(), at + m.length)));
+        }
       }
     }
-    file = qdtest::gen::MutateHeader(file, mutations, fix_length);
     const qd::ByteView view{file.data(), file.size()};
     const qd::Outcome codec = f.codec_read(view, kFile, g.side_files);
     const qd::Outcome check = f.codec_check(view, kFile, g.side_files);

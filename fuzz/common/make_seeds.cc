@@ -4,8 +4,8 @@
 //
 // writes OUTDIR/<target>/<rule-or-valid>-<sha1:8> for the targets
 // safetensors_header_diff, rbq_file_diff, rbq_roundtrip, rbq_matvec,
-// bnb_file_diff, bnb_roundtrip, gptq_file_diff, gptq_config_diff and
-// gptq_roundtrip.
+// bnb_file_diff, bnb_roundtrip, gptq_file_diff, gptq_config_diff,
+// gptq_roundtrip and pt_file_diff.
 // <rule-or-valid> is what the oracle makes of the seed (its error rule, else
 // its first warning, else "valid"); <sha1:8> is the first 8 hex digits of
 // the file's SHA-1 (fuzz/common/sha1.cc), as `sha1sum` prints them.
@@ -29,6 +29,7 @@
 #include "codecs/rbq.h"
 #include "fuzz/common/bnb_file_input.h"
 #include "fuzz/common/gptq_file_input.h"
+#include "fuzz/common/pt_file_input.h"
 #include "fuzz/common/rbq_file_input.h"
 #include "fuzz/common/sha1.h"
 #include "generators/generators.h"
@@ -941,6 +942,66 @@ void GptqRoundtripSeeds(SeedWriter& w) {
   emit(0, 2, false, true, 1, 1, 0, 0, 0, 0, 0, false, seed++, 1024);  // unmasked codes: refused
 }
 
+// ---- pt_file_diff: tail-format inputs and whole files ---------------------------------
+
+void PtFileSeeds(SeedWriter& w) {
+  const qd::harness::FormatEntry& pt = *qd::harness::FindFormat("pt");
+  auto emit = [&](const Bytes& input) {
+    const Bytes file = qd::fuzz::PtFileFromInput(input.data(), input.size());
+    w.Write("pt_file_diff", Verdict(pt.oracle_read({file.data(), file.size()}, "seed.pt", {})), input);
+  };
+  using qd::fuzz::PtOp;
+  using qd::fuzz::PtOpWriter;
+  auto tail = [](int protocol, bool copies, bool big, int items, std::uint32_t seed) {
+    qd::fuzz::PtFileTail t;
+    t.protocol = protocol;
+    t.copies = copies;
+    t.allow_big = big;
+    t.items = items;
+    t.seed = seed;
+    return t;
+  };
+  // Valid files across the parameter space.
+  emit(PtOpWriter().Finish(tail(2, false, false, 3, 1)));
+  emit(PtOpWriter().Finish(tail(4, true, false, 6, 2)));
+  emit(PtOpWriter().Finish(tail(0, true, true, 8, 3)));
+  emit(PtOpWriter().Finish(tail(5, false, true, 2, 4)));
+  emit(PtOpWriter().Finish(tail(2, true, true, 5, 5)));
+  // One op list per part of the page.
+  const std::uint8_t hostile = qd::fuzz::PtTokenIndex("cposix\nsystem\n");
+  emit(PtOpWriter().InsertToken(hostile, 3).Finish(tail(2, false, false, 2, 10)));
+  emit(PtOpWriter().InsertToken(qd::fuzz::PtTokenIndex("\x81"), 5).Finish(tail(4, false, false, 2, 11)));
+  emit(PtOpWriter().InsertToken(qd::fuzz::PtTokenIndex("\x8a\x09"), 4).Finish(tail(2, false, false, 3, 12)));
+  emit(PtOpWriter().InsertToken(qd::fuzz::PtTokenIndex("0"), 2).Finish(tail(2, false, false, 3, 13)));
+  emit(PtOpWriter().Op(PtOp::kPickleDelete, 6).Finish(tail(2, false, false, 3, 14)));
+  emit(PtOpWriter().Op(PtOp::kPickleOperand, 20, 0, 1, 0x40).Finish(tail(2, true, false, 4, 15)));
+  emit(PtOpWriter().Op(PtOp::kPickleTruncate, 100).Finish(tail(4, false, false, 3, 16)));
+  emit(PtOpWriter().Op(PtOp::kRecordRename, 1, qd::fuzz::PtRecordNameIndex("data/7")).Finish(tail(2, false, false, 3, 17)));
+  emit(PtOpWriter().Op(PtOp::kRecordAdd, qd::fuzz::PtRecordNameIndex("extra"), 1, 2).Finish(tail(2, false, false, 2, 18)));
+  emit(PtOpWriter().Op(PtOp::kRecordAdd, qd::fuzz::PtRecordNameIndex("byteorder"), 10, 1).Finish(tail(2, false, false, 2, 19)));
+  emit(PtOpWriter().Op(PtOp::kRecordResize, 1, 0xFF).Finish(tail(2, false, false, 2, 20)));
+  emit(PtOpWriter().Op(PtOp::kStyle, 0).Finish(tail(2, false, false, 3, 21)));
+  emit(PtOpWriter().Op(PtOp::kStyle, 4 | 1 | 2, 6).Finish(tail(2, false, false, 3, 22)));
+  emit(PtOpWriter().Op(PtOp::kLocalField, 1, 2, 0, 9).Finish(tail(2, false, false, 3, 23)));
+  emit(PtOpWriter().Op(PtOp::kCentralField, 0, 4, 0, 8).Finish(tail(2, false, false, 3, 24)));
+  emit(PtOpWriter().Op(PtOp::kCentralField, 1, 16, 1, 0xF0).Finish(tail(2, false, false, 3, 25)));
+  emit(PtOpWriter().Op(PtOp::kEndField, 0, 5, 2).Finish(tail(2, false, false, 3, 26)));
+  emit(PtOpWriter().Op(PtOp::kDescriptor, 0, 1, 4, 3).Finish(tail(2, false, false, 3, 27)));
+  emit(PtOpWriter().Op(PtOp::kFileByte, 0x40, 0x02, 0, 0xA5).Op(PtOp::kFixCrc, 1).Finish(tail(2, false, false, 3, 28)));
+  emit(PtOpWriter().Op(PtOp::kTruncate, 30).Finish(tail(2, false, false, 3, 29)));
+  emit(PtOpWriter().Op(PtOp::kAppend, 5, 0, 0, 0x50).Finish(tail(2, false, false, 3, 30)));
+  // Whole files from the registry generator, through the raw flag.
+  std::uint64_t s = 900;
+  for (int k = 0; k < 3; ++k) {
+    qd::harness::Rng rng(s++);
+    emit(qd::fuzz::PtRawInput(pt.generate_valid(rng).bytes));
+  }
+  for (const std::string& rule : pt.violable_rules()) {
+    qd::harness::Rng rng(s++);
+    emit(qd::fuzz::PtRawInput(pt.generate_violation(rule, rng).bytes));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -971,6 +1032,7 @@ int main(int argc, char** argv) {
   GptqFileSeeds(writer);
   GptqConfigSeeds(writer);
   GptqRoundtripSeeds(writer);
+  PtFileSeeds(writer);
   writer.Summary();
   return 0;
 }
