@@ -238,15 +238,6 @@ QD_BNB_AVX2 void RoundArrayAvx2(const float* in, std::uint64_t n, float* out) {
 }
 #endif  // __x86_64__
 
-bool UseAvx2(Kernel kernel) {
-#if defined(__x86_64__)
-  return kernel == Kernel::kAvx2;
-#else
-  (void)kernel;
-  return false;
-#endif
-}
-
 }  // namespace
 
 const std::array<float, 16>& Bnb4bitTable(Bnb4bitType type) {
@@ -281,7 +272,7 @@ void BnbDequantize4bit(Bnb4bitType type, const std::uint8_t* packed, std::uint64
   const float* table = Bnb4bitTable(type).data();
   const unsigned shift = Log2(blocksize);
 #if defined(__x86_64__)
-  if (UseAvx2(kernel)) {
+  if (HasAvx2Code(kernel)) {
     switch (dtype) {
       case BnbDtype::kFloat16:
         return Dequantize4bitAvx2<BnbDtype::kFloat16>(table, packed, n, absmax_eff, shift, out);
@@ -307,7 +298,7 @@ void BnbDequantizeBlockwise8(const std::uint8_t* codes, std::uint64_t n, const f
                              float* out, Kernel kernel) {
   const unsigned shift = Log2(blocksize);
 #if defined(__x86_64__)
-  if (UseAvx2(kernel)) {
+  if (HasAvx2Code(kernel)) {
     switch (dtype) {
       case BnbDtype::kFloat16:
         return DequantizeBlockwise8Avx2<BnbDtype::kFloat16>(codes, n, quant_map, absmax_eff, shift, out);
@@ -332,7 +323,7 @@ void BnbDequantizeInt8Rows(const std::int8_t* w, std::uint64_t rows, std::uint64
                            const float* scb, float* out, Kernel kernel) {
   for (std::uint64_t r = 0; r < rows; ++r) {
 #if defined(__x86_64__)
-    if (UseAvx2(kernel)) {
+    if (HasAvx2Code(kernel)) {
       Int8RowAvx2(w + r * columns, columns, scb[r], out + r * columns);
       continue;
     }
@@ -344,7 +335,7 @@ void BnbDequantizeInt8Rows(const std::int8_t* w, std::uint64_t rows, std::uint64
 void BnbRoundArrayToDtype(const float* in, std::uint64_t n, BnbDtype dtype, float* out,
                           Kernel kernel) {
 #if defined(__x86_64__)
-  if (UseAvx2(kernel)) {
+  if (HasAvx2Code(kernel)) {
     switch (dtype) {
       case BnbDtype::kFloat16: return RoundArrayAvx2<BnbDtype::kFloat16>(in, n, out);
       case BnbDtype::kBfloat16: return RoundArrayAvx2<BnbDtype::kBfloat16>(in, n, out);

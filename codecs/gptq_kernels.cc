@@ -463,22 +463,13 @@ struct MatvecOp {
 };
 #endif  // __x86_64__
 
-bool UseAvx2(Kernel kernel) {
-#if defined(__x86_64__)
-  return kernel == Kernel::kAvx2;
-#else
-  (void)kernel;
-  return false;
-#endif
-}
-
 }  // namespace
 
 void GptqDequantizeRows(const GptqLayerView& layer, std::int64_t n_begin, std::int64_t n_end,
                         float* out, Kernel kernel) {
   if (n_end <= n_begin || layer.in_features <= 0) return;
 #if defined(__x86_64__)
-  if (UseAvx2(kernel) && DispatchAvx2<DequantizeOp>(layer, layer, n_begin, n_end, out)) return;
+  if (HasAvx2Code(kernel) && DispatchAvx2<DequantizeOp>(layer, layer, n_begin, n_end, out)) return;
 #endif
   DequantizeRowsScalar(layer, n_begin, n_end, out);
 }
@@ -489,7 +480,7 @@ void GptqDequantize(const GptqLayerView& layer, float* out, Kernel kernel) {
 
 void GptqMatvec(const GptqLayerView& layer, const float* x, float* y, Kernel kernel) {
 #if defined(__x86_64__)
-  if (UseAvx2(kernel) && layer.in_features > 0 &&
+  if (HasAvx2Code(kernel) && layer.in_features > 0 &&
       DispatchAvx2<MatvecOp>(layer, layer, x, y)) {
     return;
   }

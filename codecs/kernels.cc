@@ -43,4 +43,13 @@ std::string_view KernelName(Kernel kernel) {
   return "unknown";
 }
 
+bool HasAvx2Code(Kernel kernel) {
+#if defined(__x86_64__)
+  return kernel == Kernel::kAvx2;
+#else
+  (void)kernel;
+  return false;
+#endif
+}
+
 }  // namespace qd::codec

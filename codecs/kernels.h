@@ -20,6 +20,9 @@ std::vector<Kernel> AvailableKernels();
 // The fastest available kernel, unless QD_KERNEL=scalar|avx2 forces one.
 Kernel BestKernel();
 std::string_view KernelName(Kernel kernel);
+// True when kernel asks for AVX2 code and this build has some (x86-64 only);
+// a kernel family without it runs its scalar version.
+bool HasAvx2Code(Kernel kernel);
 
 }  // namespace qd::codec
 

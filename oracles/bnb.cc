@@ -15,6 +15,7 @@
 //  10. ReadBnbFile
 //  11. the reference quantizer (default backend quantize_4bit)
 #include "oracles/bnb.h"
+#include "oracles/bytes.h"
 #include "oracles/finding.h"
 
 #include <algorithm>
@@ -37,25 +38,7 @@ constexpr std::int64_t kHeaderOffset = 8;  // byte_offset of header-level findin
 // ---------------------------------------------------------------------------
 // Section 1: binary32 helpers and the tables.
 
-float FloatFromBits(std::uint32_t bits) {
-  float value = 0.0f;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
-
-std::uint32_t BitsOfFloat(float value) {
-  std::uint32_t bits = 0;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
 bool IsFinite(float value) { return (BitsOfFloat(value) & 0x7F800000u) != 0x7F800000u; }
-
-std::uint32_t LoadU32(const std::uint8_t* p) {
-  std::uint32_t value = 0;
-  for (int i = 3; i >= 0; --i) value = (value << 8) | p[i];
-  return value;
-}
 
 float LoadF32(const std::uint8_t* p) { return FloatFromBits(LoadU32(p)); }
 

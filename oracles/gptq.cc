@@ -23,6 +23,7 @@
 #include <tuple>
 #include <utility>
 
+#include "oracles/bytes.h"
 #include "oracles/finding.h"
 #include "oracles/json.h"
 #include "oracles/safetensors.h"
@@ -38,29 +39,7 @@ constexpr std::int64_t kNoOffset = -1;     // byte_offset of config findings
 using Wide = __int128;
 
 // ---------------------------------------------------------------------------
-// Section 1: helpers.
-
-std::uint16_t LoadU16(const std::uint8_t* p) {
-  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
-}
-
-std::uint32_t LoadU32(const std::uint8_t* p) {
-  std::uint32_t value = 0;
-  for (int i = 3; i >= 0; --i) value = (value << 8) | p[i];
-  return value;
-}
-
-float FloatFromBits(std::uint32_t bits) {
-  float value = 0.0f;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
-
-std::uint32_t BitsOfFloat(float value) {
-  std::uint32_t bits = 0;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
+// Section 1: helpers (little-endian loads and binary32 bits: oracles/bytes.h).
 
 // An infinity or a NaN: exponent bits all ones.
 bool IsInfOrNan(float value) { return (BitsOfFloat(value) & 0x7F800000u) == 0x7F800000u; }

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <utility>
 
+#include "oracles/bytes.h"
 #include "oracles/finding.h"
 #include "oracles/json.h"
 #include "oracles/safetensors.h"
@@ -50,23 +51,7 @@ constexpr std::uint64_t kOutputSlack = std::uint64_t{1} << 26;
 constexpr std::size_t kRenderCap = 4096;
 
 // ---------------------------------------------------------------------------
-// Section 1: helpers.
-
-std::uint16_t U16(const std::uint8_t* p) {
-  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
-}
-
-std::uint32_t U32(const std::uint8_t* p) {
-  std::uint32_t value = 0;
-  for (int i = 3; i >= 0; --i) value = (value << 8) | p[i];
-  return value;
-}
-
-std::uint64_t U64(const std::uint8_t* p) {
-  std::uint64_t value = 0;
-  for (int i = 7; i >= 0; --i) value = (value << 8) | p[i];
-  return value;
-}
+// Section 1: helpers (little-endian loads: oracles/bytes.h).
 
 // Where the first error goes. The reader functions return false after
 // calling Refuse.
@@ -146,8 +131,8 @@ bool ParseExtra(const std::uint8_t* file, std::uint64_t begin, std::uint64_t len
   while (p < end) {
     if (end - p < 4) return false;
     ExtraRecord record;
-    record.id = U16(file + p);
-    record.size = U16(file + p + 2);
+    record.id = LoadU16(file + p);
+    record.size = LoadU16(file + p + 2);
     if (end - p - 4 < record.size) return false;
     if (!seen.insert(record.id).second) return false;
     record.data = p + 4;
@@ -193,38 +178,38 @@ bool ReadEndRecords(qd::ByteView file, Report& report, Archive* archive) {
   }
   if (n < 22) return report.Refuse("PT-002", "eocd", 0, "the file is shorter than 22 bytes");
   const std::uint64_t e = n - 22;
-  if (U32(f + e) != 0x06054b50u) {
+  if (LoadU32(f + e) != 0x06054b50u) {
     return report.Refuse("PT-002", "eocd", e, "no end of central directory record at n - 22");
   }
-  if (U16(f + e + 20) != 0) return report.Refuse("PT-002", "eocd", e, "archive comment present");
-  if (U16(f + e + 4) != 0 || U16(f + e + 6) != 0) {
+  if (LoadU16(f + e + 20) != 0) return report.Refuse("PT-002", "eocd", e, "archive comment present");
+  if (LoadU16(f + e + 4) != 0 || LoadU16(f + e + 6) != 0) {
     return report.Refuse("PT-002", "eocd", e, "multi-disk archive");
   }
-  const std::uint64_t entries_here = U16(f + e + 8);
-  std::uint64_t count = U16(f + e + 10);
-  std::uint64_t cd_size = U32(f + e + 12);
-  std::uint64_t cd_off = U32(f + e + 16);
+  const std::uint64_t entries_here = LoadU16(f + e + 8);
+  std::uint64_t count = LoadU16(f + e + 10);
+  std::uint64_t cd_size = LoadU32(f + e + 12);
+  std::uint64_t cd_off = LoadU32(f + e + 16);
   if (entries_here != count) {
     return report.Refuse("PT-002", "eocd", e, "entries on this disk differ from total entries");
   }
   std::uint64_t dir_end = e;
-  if (e >= 20 && U32(f + e - 20) == 0x07064b50u) {
+  if (e >= 20 && LoadU32(f + e - 20) == 0x07064b50u) {
     const std::uint64_t L = e - 20;
-    if (U32(f + L + 4) != 0 || U32(f + L + 16) != 1) {
+    if (LoadU32(f + L + 4) != 0 || LoadU32(f + L + 16) != 1) {
       return report.Refuse("PT-002", "eocd", e, "zip64 locator names another disk");
     }
-    const std::uint64_t z = U64(f + L + 8);
+    const std::uint64_t z = LoadU64(f + L + 8);
     if (z > L || L - z != 56) {
       return report.Refuse("PT-002", "eocd", e, "zip64 end record not right before the locator");
     }
-    if (U32(f + z) != 0x06064b50u || U64(f + z + 4) != 44 || U32(f + z + 16) != 0 ||
-        U32(f + z + 20) != 0 || U64(f + z + 24) != U64(f + z + 32)) {
+    if (LoadU32(f + z) != 0x06064b50u || LoadU64(f + z + 4) != 44 || LoadU32(f + z + 16) != 0 ||
+        LoadU32(f + z + 20) != 0 || LoadU64(f + z + 24) != LoadU64(f + z + 32)) {
       return report.Refuse("PT-002", "eocd", e, "malformed zip64 end record");
     }
-    const std::uint64_t z_here = U64(f + z + 24);
-    const std::uint64_t z_count = U64(f + z + 32);
-    const std::uint64_t z_size = U64(f + z + 40);
-    const std::uint64_t z_off = U64(f + z + 48);
+    const std::uint64_t z_here = LoadU64(f + z + 24);
+    const std::uint64_t z_count = LoadU64(f + z + 32);
+    const std::uint64_t z_size = LoadU64(f + z + 40);
+    const std::uint64_t z_off = LoadU64(f + z + 48);
     if ((entries_here != 0xFFFF && entries_here != z_here) || (count != 0xFFFF && count != z_count) ||
         (cd_size != 0xFFFFFFFFu && cd_size != z_size) || (cd_off != 0xFFFFFFFFu && cd_off != z_off)) {
       return report.Refuse("PT-002", "eocd", e, "classic end record disagrees with zip64 record");
@@ -291,17 +276,17 @@ bool ReadCentralDirectory(qd::ByteView file, Report& report, Archive* archive) {
   for (std::uint64_t i = 0; i < archive->count; ++i) {
     const char* kCd = "central_directory";
     if (end - c < 46) return report.Refuse("PT-003", kCd, c, "central entry truncated");
-    if (U32(f + c) != 0x02014b50u) return report.Refuse("PT-003", kCd, c, "bad central signature");
-    const std::uint16_t flags = U16(f + c + 8);
-    const std::uint16_t method = U16(f + c + 10);
-    const std::uint32_t crc = U32(f + c + 16);
-    std::uint64_t csize = U32(f + c + 20);
-    std::uint64_t usize = U32(f + c + 24);
-    const std::uint64_t name_len = U16(f + c + 28);
-    const std::uint64_t extra_len = U16(f + c + 30);
-    const std::uint64_t comment_len = U16(f + c + 32);
-    std::uint64_t disk = U16(f + c + 34);
-    std::uint64_t local = U32(f + c + 42);
+    if (LoadU32(f + c) != 0x02014b50u) return report.Refuse("PT-003", kCd, c, "bad central signature");
+    const std::uint16_t flags = LoadU16(f + c + 8);
+    const std::uint16_t method = LoadU16(f + c + 10);
+    const std::uint32_t crc = LoadU32(f + c + 16);
+    std::uint64_t csize = LoadU32(f + c + 20);
+    std::uint64_t usize = LoadU32(f + c + 24);
+    const std::uint64_t name_len = LoadU16(f + c + 28);
+    const std::uint64_t extra_len = LoadU16(f + c + 30);
+    const std::uint64_t comment_len = LoadU16(f + c + 32);
+    std::uint64_t disk = LoadU16(f + c + 34);
+    std::uint64_t local = LoadU32(f + c + 42);
     const std::uint64_t total = 46 + name_len + extra_len + comment_len;
     if (end - c < total) return report.Refuse("PT-003", kCd, c, "central entry overruns the directory");
     if ((flags & ~0x0808u) != 0) return report.Refuse("PT-003", kCd, c, "flags other than bits 3 and 11");
@@ -320,10 +305,10 @@ bool ReadCentralDirectory(qd::ByteView file, Report& report, Archive* archive) {
         return report.Refuse("PT-003", kCd, c, "missing zip64 extra value");
       }
       std::uint64_t p = z->data;
-      if (sat_u) { usize = U64(f + p); p += 8; }
-      if (sat_c) { csize = U64(f + p); p += 8; }
-      if (sat_h) { local = U64(f + p); p += 8; }
-      if (sat_d) { disk = U32(f + p); }
+      if (sat_u) { usize = LoadU64(f + p); p += 8; }
+      if (sat_c) { csize = LoadU64(f + p); p += 8; }
+      if (sat_h) { local = LoadU64(f + p); p += 8; }
+      if (sat_d) { disk = LoadU32(f + p); }
     }
     if (disk != 0) return report.Refuse("PT-003", kCd, c, "disk start is not 0");
     if (csize != usize) return report.Refuse("PT-003", kCd, c, "compressed and uncompressed sizes differ");
@@ -357,17 +342,17 @@ bool ReadLocalHeader(qd::ByteView file, Report& report, std::uint64_t cd_off, En
   const std::uint64_t c = entry->central;
   const char* kLh = "local_header";
   if (h > cd_off || cd_off - h < 30) return report.Refuse("PT-006", kLh, c, "local header outside the entries area");
-  if (U32(f + h) != 0x04034b50u) return report.Refuse("PT-006", kLh, c, "bad local header signature");
-  const std::uint64_t name_len = U16(f + h + 26);
-  const std::uint64_t extra_len = U16(f + h + 28);
+  if (LoadU32(f + h) != 0x04034b50u) return report.Refuse("PT-006", kLh, c, "bad local header signature");
+  const std::uint64_t name_len = LoadU16(f + h + 26);
+  const std::uint64_t extra_len = LoadU16(f + h + 28);
   if (cd_off - h - 30 < name_len + extra_len) {
     return report.Refuse("PT-006", kLh, c, "local name or extra outside the entries area");
   }
   if (name_len != entry->name.size() || std::memcmp(f + h + 30, entry->name.data(), name_len) != 0) {
     return report.Refuse("PT-006", kLh, c, "local name differs from the central name");
   }
-  if (U16(f + h + 6) != entry->flags) return report.Refuse("PT-006", kLh, c, "local flags differ");
-  if (U16(f + h + 8) != 0) return report.Refuse("PT-006", kLh, c, "local method is not stored");
+  if (LoadU16(f + h + 6) != entry->flags) return report.Refuse("PT-006", kLh, c, "local flags differ");
+  if (LoadU16(f + h + 8) != 0) return report.Refuse("PT-006", kLh, c, "local method is not stored");
   std::vector<ExtraRecord> extra;
   if (!ParseExtra(f, h + 30 + name_len, extra_len, &extra)) {
     return report.Refuse("PT-006", kLh, c, "malformed local extra field");
@@ -381,9 +366,9 @@ bool ReadLocalHeader(qd::ByteView file, Report& report, std::uint64_t cd_off, En
   const std::uint64_t ds = h + 30 + name_len + extra_len;
   if (entry->size > cd_off - ds) return report.Refuse("PT-006", kLh, c, "entry data outside the entries area");
   const std::uint64_t de = ds + entry->size;
-  const std::uint32_t lcrc = U32(f + h + 14);
-  const std::uint64_t lcsize = U32(f + h + 18);
-  const std::uint64_t lusize = U32(f + h + 22);
+  const std::uint32_t lcrc = LoadU32(f + h + 14);
+  const std::uint64_t lcsize = LoadU32(f + h + 18);
+  const std::uint64_t lusize = LoadU32(f + h + 22);
   const ExtraRecord* zip64 = FindExtra(extra, 0x0001);
   std::uint64_t entry_end = de;
   if ((entry->flags & 0x0008) == 0) {
@@ -391,7 +376,7 @@ bool ReadLocalHeader(qd::ByteView file, Report& report, std::uint64_t cd_off, En
     bool sizes_ok = lcsize == entry->size && lusize == entry->size;
     if (!sizes_ok && lcsize == 0xFFFFFFFFu && lusize == 0xFFFFFFFFu && zip64 != nullptr &&
         zip64->size >= 16) {
-      sizes_ok = U64(f + zip64->data) == entry->size && U64(f + zip64->data + 8) == entry->size;
+      sizes_ok = LoadU64(f + zip64->data) == entry->size && LoadU64(f + zip64->data + 8) == entry->size;
     }
     if (!sizes_ok) return report.Refuse("PT-006", kLh, c, "local sizes differ");
   } else {
@@ -401,11 +386,11 @@ bool ReadLocalHeader(qd::ByteView file, Report& report, std::uint64_t cd_off, En
     if (!zeros && !copies) return report.Refuse("PT-006", kLh, c, "local CRC or sizes differ");
     const std::uint64_t length = zip64 != nullptr ? 24 : 16;
     if (cd_off - de < length) return report.Refuse("PT-006", kLh, c, "data descriptor outside the entries area");
-    bool ok = U32(f + de) == 0x08074b50u && U32(f + de + 4) == entry->crc;
+    bool ok = LoadU32(f + de) == 0x08074b50u && LoadU32(f + de + 4) == entry->crc;
     if (length == 24) {
-      ok = ok && U64(f + de + 8) == entry->size && U64(f + de + 16) == entry->size;
+      ok = ok && LoadU64(f + de + 8) == entry->size && LoadU64(f + de + 16) == entry->size;
     } else {
-      ok = ok && U32(f + de + 8) == entry->size && U32(f + de + 12) == entry->size;
+      ok = ok && LoadU32(f + de + 8) == entry->size && LoadU32(f + de + 12) == entry->size;
     }
     if (!ok) return report.Refuse("PT-006", kLh, c, "data descriptor disagrees with the central directory");
     entry_end = de + length;
@@ -993,7 +978,7 @@ bool Walker::Run(std::uint32_t* root) {
       }
       case 0x95: {  // FRAME
         if (!Need(8)) return false;
-        const std::uint64_t len = U64(f_ + ds_ + pos_);
+        const std::uint64_t len = LoadU64(f_ + ds_ + pos_);
         pos_ += 8;
         if (len > size_ - pos_) return Malformed("FRAME longer than the bytes left");
         break;
@@ -1044,11 +1029,11 @@ bool Walker::Run(std::uint32_t* root) {
       case 0x4D:  // BININT2
         if (!Need(2)) return false;
         pos_ += 2;
-        if (!Push(model_->Add(Kind::kInt, U16(f_ + ds_ + pos_ - 2), 0))) return false;
+        if (!Push(model_->Add(Kind::kInt, LoadU16(f_ + ds_ + pos_ - 2), 0))) return false;
         break;
       case 0x4A: {  // BININT
         if (!Need(4)) return false;
-        const std::uint32_t raw = U32(f_ + ds_ + pos_);
+        const std::uint32_t raw = LoadU32(f_ + ds_ + pos_);
         pos_ += 4;
         const std::int64_t value = raw >= 0x80000000u ? static_cast<std::int64_t>(raw) - 4294967296LL
                                                       : static_cast<std::int64_t>(raw);
@@ -1095,7 +1080,7 @@ bool Walker::Run(std::uint32_t* root) {
       case 0x72:  // LONG_BINPUT
         if (!Need(4)) return false;
         pos_ += 4;
-        if (!Memo(U32(f_ + ds_ + pos_ - 4))) return false;
+        if (!Memo(LoadU32(f_ + ds_ + pos_ - 4))) return false;
         break;
       case 0x94:  // MEMOIZE
         if (!Memo(memo_.size())) return false;
@@ -1108,7 +1093,7 @@ bool Walker::Run(std::uint32_t* root) {
       case 0x6A:  // LONG_BINGET
         if (!Need(4)) return false;
         pos_ += 4;
-        if (!Get(U32(f_ + ds_ + pos_ - 4))) return false;
+        if (!Get(LoadU32(f_ + ds_ + pos_ - 4))) return false;
         break;
       case 0x63: {  // GLOBAL
         std::string module;
@@ -1357,15 +1342,15 @@ qd::DecodedTensor Decode(const PtTensorBytes& entry) {
   for (std::uint64_t i = 0; i < count; ++i) {
     float value = 0.0f;
     if (entry.dtype == "F32") {
-      const std::uint32_t bits = U32(p + 4 * i);
+      const std::uint32_t bits = LoadU32(p + 4 * i);
       std::memcpy(&value, &bits, sizeof value);
     } else if (entry.dtype == "F16") {
-      value = HalfToFloat(U16(p + 2 * i));
+      value = HalfToFloat(LoadU16(p + 2 * i));
     } else if (entry.dtype == "BF16") {
-      const std::uint32_t bits = static_cast<std::uint32_t>(U16(p + 2 * i)) << 16;
+      const std::uint32_t bits = static_cast<std::uint32_t>(LoadU16(p + 2 * i)) << 16;
       std::memcpy(&value, &bits, sizeof value);
     } else {  // F64, rounded to nearest even by the conversion
-      const std::uint64_t bits = U64(p + 8 * i);
+      const std::uint64_t bits = LoadU64(p + 8 * i);
       double wide = 0.0;
       std::memcpy(&wide, &bits, sizeof wide);
       value = static_cast<float>(wide);

@@ -11,6 +11,7 @@
 //   6. the reference matrix vector product ("Why the matrix vector product
 //      decodes in place")
 #include "oracles/rbq.h"
+#include "oracles/bytes.h"
 #include "oracles/finding.h"
 
 #include <cmath>
@@ -31,16 +32,6 @@ bool MultiplyU64(std::uint64_t a, std::uint64_t b, std::uint64_t* product) {
   if (a != 0 && b > kU64Max / a) return false;
   *product = a * b;
   return true;
-}
-
-std::uint16_t LoadU16(const std::uint8_t* p) {
-  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
-}
-
-std::uint32_t FloatBits(float value) {
-  std::uint32_t bits = 0;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
 }
 
 // ---------------------------------------------------------------------------
@@ -255,7 +246,7 @@ qd::DecodedTensor DecodeBlockTensor(qd::ByteView file, const Container& containe
 // Section 1: binary32 -> binary16, round to nearest, ties to even.
 
 std::uint16_t FloatToHalf(float value) {
-  const std::uint32_t bits = FloatBits(value);
+  const std::uint32_t bits = BitsOfFloat(value);
   const std::uint16_t sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000);
   const std::uint32_t exponent = (bits >> 23) & 0xFF;
   const std::uint32_t mantissa = bits & 0x7FFFFF;

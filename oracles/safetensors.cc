@@ -9,6 +9,7 @@
 //   6. data layout .............. ST-011, ST-012, ST-013 ((begin, end, name) order)
 //   7. decoding ................. F32, F16, BF16, F64 to binary32
 #include "oracles/safetensors.h"
+#include "oracles/bytes.h"
 #include "oracles/finding.h"
 
 #include <algorithm>
@@ -27,24 +28,6 @@ constexpr std::uint64_t kMaxHeaderSize = 100000000;  // ST-002
 constexpr std::int64_t kHeaderOffset = 8;            // byte_offset of header findings
 
 // ---------------------------------------------------------------------------
-// Little-endian loads, byte by byte (never an unaligned cast).
-
-std::uint16_t LoadU16(const std::uint8_t* p) {
-  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
-}
-
-std::uint32_t LoadU32(const std::uint8_t* p) {
-  std::uint32_t value = 0;
-  for (int i = 3; i >= 0; --i) value = (value << 8) | p[i];
-  return value;
-}
-
-std::uint64_t LoadU64(const std::uint8_t* p) {
-  std::uint64_t value = 0;
-  for (int i = 7; i >= 0; --i) value = (value << 8) | p[i];
-  return value;
-}
-
 // a * b, false when the product does not fit in 64 bits.
 bool MultiplyU64(std::uint64_t a, std::uint64_t b, std::uint64_t* product) {
   if (a != 0 && b > kU64Max / a) return false;
