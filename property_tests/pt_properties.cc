@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codecs/pt.h"
@@ -77,15 +78,19 @@ std::string ShapeText(const std::vector<std::uint64_t>& shape) {
 }
 
 struct Read {
+  // The file itself: the codec's tensors are views into it (codecs/pt.h), so
+  // it lives as long as they do (a moved vector keeps its buffer).
+  std::vector<std::uint8_t> file;
   qd::Outcome codec, oracle;
   qd::codec::PtResult table;  // the codec's tensor table
   std::vector<qd::oracle::PtTensorBytes> oracle_table;
 };
 
-Read ReadBoth(const std::vector<std::uint8_t>& file) {
+Read ReadBoth(std::vector<std::uint8_t> file) {
   const qd::harness::FormatEntry& pt = *qd::harness::FindFormat("pt");
-  const qd::ByteView view{file.data(), file.size()};
   Read r;
+  r.file = std::move(file);
+  const qd::ByteView view{r.file.data(), r.file.size()};
   r.codec = pt.codec_read(view, kFile, {});
   r.table = qd::codec::ReadPt(view, kFile);
   r.oracle = qd::oracle::ReadPtFile(view, kFile, &r.oracle_table);
