@@ -207,6 +207,23 @@ class Reader {
     stack_.push_back(node);
     return true;
   }
+  // GLOBAL / STACK_GLOBAL (section 4.3): the allow-listed name as a token on
+  // the stack, or PT-011 naming it. Nothing named is ever called.
+  bool PushGlobal(std::string_view module, std::string_view name) {
+    const Global* g = FindGlobal(module, name);
+    if (g == nullptr) {
+      Error("PT-011", "global", op_at_,
+            "global outside the allow-list: " + std::string(module) + "." + std::string(name));
+      return false;
+    }
+    const std::uint32_t t = NewNode(PtKind::kToken);
+    N(t).token = g->kind;
+    N(t).dtype = g->dtype;
+    N(t).text = std::string(g->name);
+    N(t).tensor = g->callable;
+    return Push(t);
+  }
+
   bool Malformed(const char* what) {
     Error("PT-013", "opcode", op_at_, what);
     return false;
@@ -945,19 +962,7 @@ bool Reader::Walk() {
           line = std::string_view(reinterpret_cast<const char*>(p + start), pos - start);
           ++pos;
         }
-        const Global* g = FindGlobal(lines[0], lines[1]);
-        if (g == nullptr) {
-          Error("PT-011", "global", op_at_,
-                "global outside the allow-list: " + std::string(lines[0]) + "." +
-                    std::string(lines[1]));
-          return false;
-        }
-        const std::uint32_t t = NewNode(PtKind::kToken);
-        N(t).token = g->kind;
-        N(t).dtype = g->dtype;
-        N(t).text = std::string(g->name);
-        N(t).tensor = g->callable;
-        if (!Push(t)) return false;
+        if (!PushGlobal(lines[0], lines[1])) return false;
         break;
       }
       case 0x93: {  // STACK_GLOBAL
@@ -968,18 +973,8 @@ bool Reader::Walk() {
           return Malformed("STACK_GLOBAL operands are not str");
         }
         stack_.resize(stack_.size() - 2);
-        const Global* g = FindGlobal(N(module).text, N(name).text);
-        if (g == nullptr) {
-          Error("PT-011", "global", op_at_,
-                "global outside the allow-list: " + N(module).text + "." + N(name).text);
-          return false;
-        }
-        const std::uint32_t t = NewNode(PtKind::kToken);
-        N(t).token = g->kind;
-        N(t).dtype = g->dtype;
-        N(t).text = std::string(g->name);
-        N(t).tensor = g->callable;
-        if (!Push(t)) return false;
+        // Copies: PushGlobal adds a node, which may move the strings.
+        if (!PushGlobal(std::string(N(module).text), std::string(N(name).text))) return false;
         break;
       }
       case 0x52:  // REDUCE

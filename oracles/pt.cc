@@ -1339,24 +1339,7 @@ qd::DecodedTensor Decode(const PtTensorBytes& entry) {
   if (entry.dtype == "F64") isz = 8;
   const std::uint64_t count = entry.bytes.size() / isz;
   decoded.values.resize(count);
-  for (std::uint64_t i = 0; i < count; ++i) {
-    float value = 0.0f;
-    if (entry.dtype == "F32") {
-      const std::uint32_t bits = LoadU32(p + 4 * i);
-      std::memcpy(&value, &bits, sizeof value);
-    } else if (entry.dtype == "F16") {
-      value = HalfToFloat(LoadU16(p + 2 * i));
-    } else if (entry.dtype == "BF16") {
-      const std::uint32_t bits = static_cast<std::uint32_t>(LoadU16(p + 2 * i)) << 16;
-      std::memcpy(&value, &bits, sizeof value);
-    } else {  // F64, rounded to nearest even by the conversion
-      const std::uint64_t bits = LoadU64(p + 8 * i);
-      double wide = 0.0;
-      std::memcpy(&wide, &bits, sizeof wide);
-      value = static_cast<float>(wide);
-    }
-    decoded.values[i] = value;
-  }
+  for (std::uint64_t i = 0; i < count; ++i) decoded.values[i] = FloatElement(entry.dtype, p, i);
   return decoded;
 }
 

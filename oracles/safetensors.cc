@@ -480,24 +480,20 @@ qd::DecodedTensor DecodeFloatTensor(qd::ByteView file, const Container& containe
   const std::uint8_t* data = file.data + container.data_start + tensor.begin;
   decoded.values.resize(tensor.element_count);
   for (std::uint64_t i = 0; i < tensor.element_count; ++i) {
-    float value = 0.0f;
-    if (tensor.dtype == "F32") {
-      const std::uint32_t bits = LoadU32(data + 4 * i);
-      std::memcpy(&value, &bits, sizeof value);
-    } else if (tensor.dtype == "F16") {
-      value = HalfToFloat(LoadU16(data + 2 * i));
-    } else if (tensor.dtype == "BF16") {
-      const std::uint32_t bits = static_cast<std::uint32_t>(LoadU16(data + 2 * i)) << 16;
-      std::memcpy(&value, &bits, sizeof value);
-    } else {  // F64, rounded to nearest even by the conversion
-      const std::uint64_t bits = LoadU64(data + 8 * i);
-      double wide = 0.0;
-      std::memcpy(&wide, &bits, sizeof wide);
-      value = static_cast<float>(wide);
-    }
-    decoded.values[i] = value;
+    decoded.values[i] = FloatElement(tensor.dtype, data, i);
   }
   return decoded;
+}
+
+float FloatElement(const std::string& dtype, const std::uint8_t* data, std::uint64_t i) {
+  if (dtype == "F32") return FloatFromBits(LoadU32(data + 4 * i));
+  if (dtype == "F16") return HalfToFloat(LoadU16(data + 2 * i));
+  if (dtype == "BF16") return FloatFromBits(static_cast<std::uint32_t>(LoadU16(data + 2 * i)) << 16);
+  // F64, rounded to nearest even by the conversion.
+  const std::uint64_t bits = LoadU64(data + 8 * i);
+  double wide = 0.0;
+  std::memcpy(&wide, &bits, sizeof wide);
+  return static_cast<float>(wide);
 }
 
 qd::Outcome ReadSafetensors(qd::ByteView file, const std::string& file_name) {

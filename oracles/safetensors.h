@@ -72,6 +72,9 @@ qd::DecodedTensor DecodeFloatTensor(qd::ByteView file, const Container& containe
 
 // IEEE 754 binary16 bits -> binary32 value, exact, written bit by bit.
 float HalfToFloat(std::uint16_t half);
+// Element i of little-endian floating data of dtype F32, F16, BF16 or F64,
+// widened to binary32 exactly (F64 rounded to nearest even).
+float FloatElement(const std::string& dtype, const std::uint8_t* data, std::uint64_t i);
 
 }  // namespace qd::oracle
 
