@@ -33,6 +33,7 @@
 #include "codecs/float16.h"
 #include "codecs/kernels.h"
 #include "codecs/safetensors.h"
+#include "tests/peer/peer_file.h"
 
 namespace {
 
@@ -42,71 +43,19 @@ using qd::codec::Bnb4bitType;
 
 const fs::path kDir = QD_PEER_BNB_DIR;
 
-std::vector<std::uint8_t> ReadBytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
+using qdtest::peer::File;
+using qdtest::peer::FirstDifference;
+using qdtest::peer::ReadBytes;
 
-// A peer file kept in memory with its container view.
-struct File {
-  std::vector<std::uint8_t> bytes;
-  qd::codec::Container container;
-  bool ok = false;
-
-  qd::ByteView View() const { return {bytes.data(), bytes.size()}; }
-  const qd::codec::TensorEntry* Find(const std::string& name) const {
-    for (const auto& t : container.tensors) {
-      if (t.name == name) return &t;
-    }
-    return nullptr;
-  }
-  std::vector<std::uint8_t> Raw(const std::string& name) const {
-    const auto* t = Find(name);
-    if (t == nullptr) return {};
-    const std::uint8_t* p = container.Data(*t);
-    return std::vector<std::uint8_t>(p, p + (t->end - t->begin));
-  }
-  // A floating tensor widened to binary32.
-  std::vector<float> Floats(const std::string& name) const {
-    const auto* t = Find(name);
-    if (t == nullptr) return {};
-    std::vector<float> v(t->element_count);
-    if (!qd::codec::DecodeFloatTensor(container, *t, v.data())) return {};
-    return v;
-  }
-};
-
-std::unique_ptr<File> Load(const std::string& name) {
-  auto f = std::make_unique<File>();
-  f->bytes = ReadBytes(kDir / name);
-  qd::codec::ContainerResult r = qd::codec::ReadContainer(f->View(), name);
-  f->ok = !r.refused && !f->bytes.empty();
-  f->container = std::move(r.container);
-  return f;
+// A file of the peer folder.
+std::unique_ptr<qdtest::peer::File> Load(const std::string& name) {
+  return qdtest::peer::LoadFile(kDir / name);
 }
 
 std::vector<std::uint32_t> Bits(const std::vector<float>& v) {
   std::vector<std::uint32_t> b(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) b[i] = std::bit_cast<std::uint32_t>(v[i]);
   return b;
-}
-
-// "" when equal, else where and how the two differ first.
-std::string FirstDifference(const std::vector<float>& got, const std::vector<float>& want) {
-  if (got.size() != want.size()) {
-    return "size " + std::to_string(got.size()) + " vs " + std::to_string(want.size());
-  }
-  std::size_t count = 0, first = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (std::bit_cast<std::uint32_t>(got[i]) != std::bit_cast<std::uint32_t>(want[i])) {
-      if (count++ == 0) first = i;
-    }
-  }
-  if (count == 0) return "";
-  std::ostringstream s;
-  s << count << " values differ; first at " << first << ": " << std::hexfloat << got[first]
-    << " vs " << want[first];
-  return s.str();
 }
 
 json Manifest() {

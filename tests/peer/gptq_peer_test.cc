@@ -32,6 +32,7 @@
 #include "codecs/gptq.h"
 #include "codecs/kernels.h"
 #include "codecs/safetensors.h"
+#include "tests/peer/peer_file.h"
 
 namespace {
 
@@ -41,66 +42,10 @@ using nlohmann::json;
 const fs::path kDir = QD_PEER_GPTQ_DIR;
 const fs::path kModels = QD_PEER_MODELS_DIR;
 
-std::vector<std::uint8_t> ReadBytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-// A file kept in memory with its container view.
-struct File {
-  std::vector<std::uint8_t> bytes;
-  qd::codec::Container container;
-  bool ok = false;
-
-  qd::ByteView View() const { return {bytes.data(), bytes.size()}; }
-  const qd::codec::TensorEntry* Find(const std::string& name) const {
-    for (const auto& t : container.tensors) {
-      if (t.name == name) return &t;
-    }
-    return nullptr;
-  }
-  std::vector<float> Floats(const std::string& name) const {
-    const auto* t = Find(name);
-    if (t == nullptr) return {};
-    std::vector<float> v(t->element_count);
-    if (!qd::codec::DecodeFloatTensor(container, *t, v.data())) return {};
-    return v;
-  }
-  std::vector<std::int32_t> Ints(const std::string& name) const {
-    const auto* t = Find(name);
-    if (t == nullptr || t->dtype != qd::codec::Dtype::kI32) return {};
-    std::vector<std::int32_t> v(t->element_count);
-    if (!v.empty()) std::memcpy(v.data(), container.Data(*t), v.size() * 4);
-    return v;
-  }
-};
-
-std::unique_ptr<File> Load(const fs::path& path) {
-  auto f = std::make_unique<File>();
-  f->bytes = ReadBytes(path);
-  qd::codec::ContainerResult r = qd::codec::ReadContainer(f->View(), path.string());
-  f->ok = !r.refused && !f->bytes.empty();
-  f->container = std::move(r.container);
-  return f;
-}
-
-// "" when equal bit for bit, else where and how the two differ first.
-std::string FirstDifference(const std::vector<float>& got, const std::vector<float>& want) {
-  if (got.size() != want.size()) {
-    return "size " + std::to_string(got.size()) + " vs " + std::to_string(want.size());
-  }
-  std::size_t count = 0, first = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (std::bit_cast<std::uint32_t>(got[i]) != std::bit_cast<std::uint32_t>(want[i])) {
-      if (count++ == 0) first = i;
-    }
-  }
-  if (count == 0) return "";
-  std::ostringstream s;
-  s << count << " values differ; first at " << first << ": " << std::hexfloat << got[first]
-    << " vs " << want[first];
-  return s.str();
-}
+using qdtest::peer::File;
+using qdtest::peer::FirstDifference;
+using qdtest::peer::ReadBytes;
+constexpr auto Load = qdtest::peer::LoadFile;
 
 // docs/gptq.md section 1, done by hand: the candidates beside FILE that exist
 // as regular files, in priority order, named by their path string; a

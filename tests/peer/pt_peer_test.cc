@@ -26,6 +26,7 @@
 
 #include "codecs/pt.h"
 #include "codecs/safetensors.h"
+#include "tests/peer/peer_file.h"
 
 namespace {
 
@@ -34,14 +35,10 @@ using nlohmann::json;
 using qd::codec::Dtype;
 using qd::codec::PtKind;
 using qd::codec::PtResult;
+using qdtest::peer::ReadBytes;
 
 const fs::path kDir = QD_PEER_PT_DIR;
 const char kPwned[] = "/tmp/quantdiff_pwned";
-
-std::vector<std::uint8_t> ReadBytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
 
 std::string Sha256Hex(const std::vector<std::uint8_t>& bytes) {
   sha256_ctx ctx;

@@ -1,0 +1,94 @@
+// peer_file.h: what the codec-side peer tests share: reading a peer file,
+// keeping it in memory with its container view, and comparing binary32
+// values bit for bit.
+#ifndef QUANTDIFF_TESTS_PEER_PEER_FILE_H_
+#define QUANTDIFF_TESTS_PEER_PEER_FILE_H_
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "codecs/safetensors.h"
+
+namespace qdtest::peer {
+
+inline std::vector<std::uint8_t> ReadBytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+// A peer safetensors file kept in memory with its container view.
+struct File {
+  std::vector<std::uint8_t> bytes;
+  qd::codec::Container container;
+  bool ok = false;
+
+  qd::ByteView View() const { return {bytes.data(), bytes.size()}; }
+  const qd::codec::TensorEntry* Find(const std::string& name) const {
+    for (const auto& t : container.tensors) {
+      if (t.name == name) return &t;
+    }
+    return nullptr;
+  }
+  std::vector<std::uint8_t> Raw(const std::string& name) const {
+    const auto* t = Find(name);
+    if (t == nullptr) return {};
+    const std::uint8_t* p = container.Data(*t);
+    return std::vector<std::uint8_t>(p, p + (t->end - t->begin));
+  }
+  // A floating tensor widened to binary32.
+  std::vector<float> Floats(const std::string& name) const {
+    const auto* t = Find(name);
+    if (t == nullptr) return {};
+    std::vector<float> v(t->element_count);
+    if (!qd::codec::DecodeFloatTensor(container, *t, v.data())) return {};
+    return v;
+  }
+  // An I32 tensor's values.
+  std::vector<std::int32_t> Ints(const std::string& name) const {
+    const auto* t = Find(name);
+    if (t == nullptr || t->dtype != qd::codec::Dtype::kI32) return {};
+    std::vector<std::int32_t> v(t->element_count);
+    if (!v.empty()) std::memcpy(v.data(), container.Data(*t), v.size() * 4);
+    return v;
+  }
+};
+
+// ok is false when the file is missing or the container refuses it.
+inline std::unique_ptr<File> LoadFile(const std::filesystem::path& path) {
+  auto f = std::make_unique<File>();
+  f->bytes = ReadBytes(path);
+  qd::codec::ContainerResult r = qd::codec::ReadContainer(f->View(), path.string());
+  f->ok = !r.refused && !f->bytes.empty();
+  f->container = std::move(r.container);
+  return f;
+}
+
+// "" when equal bit for bit, else where and how the two differ first.
+inline std::string FirstDifference(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) {
+    return "size " + std::to_string(got.size()) + " vs " + std::to_string(want.size());
+  }
+  std::size_t count = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::bit_cast<std::uint32_t>(got[i]) != std::bit_cast<std::uint32_t>(want[i])) {
+      if (count++ == 0) first = i;
+    }
+  }
+  if (count == 0) return "";
+  std::ostringstream s;
+  s << count << " values differ; first at " << first << ": " << std::hexfloat << got[first]
+    << " vs " << want[first];
+  return s.str();
+}
+
+}  // namespace qdtest::peer
+
+#endif  // QUANTDIFF_TESTS_PEER_PEER_FILE_H_
