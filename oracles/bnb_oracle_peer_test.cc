@@ -26,6 +26,7 @@
 
 #include "oracles/bnb.h"
 #include "oracles/json.h"
+#include "oracles/peer_test_support.h"
 #include "oracles/safetensors.h"
 #include "quantdiff/plain_data.h"
 
@@ -36,22 +37,18 @@
 namespace qd::oracle {
 namespace {
 
-using Bytes = std::vector<std::uint8_t>;
+using peer_test::Bits;
+using peer_test::Bytes;
+using peer_test::Describe;
+using peer_test::FindDecoded;
+using peer_test::IntegerMember;
+using peer_test::Json;
+using peer_test::LoadJson;
+using peer_test::ReadBytes;
+using peer_test::StringMember;
+using peer_test::View;
 
 const std::string kPeerDir = QD_BNB_PEER_DIR;
-
-Bytes ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return Bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-qd::ByteView View(const Bytes& bytes) { return qd::ByteView{bytes.data(), bytes.size()}; }
-
-std::uint32_t Bits(float value) {
-  std::uint32_t bits = 0;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
 
 bool IsNan(float value) { return (Bits(value) & 0x7FFFFFFFu) > 0x7F800000u; }
 
@@ -72,19 +69,6 @@ std::uint32_t ParseHex32(std::string_view hex) {
 // ---------------------------------------------------------------------------
 // The JSON documents.
 
-struct Json {
-  JsonDocument document;
-  bool ok = false;
-};
-
-Json LoadJson(const std::string& path) {
-  Json json;
-  const Bytes bytes = ReadBytes(path);
-  JsonError error;
-  json.ok = ParseStrictJsonObject(bytes.data(), bytes.size(), &json.document, &error);
-  return json;
-}
-
 const Json& Manifest() {
   static const Json manifest = LoadJson(kPeerDir + "/manifest.json");
   return manifest;
@@ -93,19 +77,6 @@ const Json& Manifest() {
 const Json& Tables() {
   static const Json tables = LoadJson(kPeerDir + "/TABLES.json");
   return tables;
-}
-
-std::string StringMember(const JsonDocument& d, std::uint32_t object, const char* key) {
-  const std::uint32_t node = d.FindMember(object, key);
-  if (node == kNoNode || d.nodes[node].kind != JsonKind::kString) return "";
-  return std::string(d.Text(node));
-}
-
-std::uint64_t IntegerMember(const JsonDocument& d, std::uint32_t object, const char* key) {
-  const std::uint32_t node = d.FindMember(object, key);
-  std::uint64_t value = 0;
-  if (node == kNoNode || !JsonToUint64(d, node, &value)) return 0;
-  return value;
 }
 
 bool TrueMember(const JsonDocument& d, std::uint32_t object, const char* key) {
@@ -204,13 +175,6 @@ bool ReadRawTensor(const Bytes& file, const std::string& name, Bytes* out) {
   return false;
 }
 
-const qd::DecodedTensor* FindDecoded(const qd::Outcome& outcome, const std::string& name) {
-  for (const qd::DecodedTensor& tensor : outcome.tensors) {
-    if (tensor.name == name) return &tensor;
-  }
-  return nullptr;
-}
-
 // The index of the first value whose bits differ (NaN equals NaN), or -1.
 std::int64_t FirstDifference(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return 0;
@@ -219,17 +183,6 @@ std::int64_t FirstDifference(const std::vector<float>& a, const std::vector<floa
     if (Bits(a[i]) != Bits(b[i])) return static_cast<std::int64_t>(i);
   }
   return -1;
-}
-
-std::string Describe(const qd::Outcome& outcome) {
-  std::ostringstream text;
-  text << (outcome.refused ? "refused" : "accepted");
-  for (const qd::Finding& f : outcome.findings) {
-    text << "\n  " << f.rule << (f.severity == qd::Severity::kError ? " error" : " warning")
-         << " tensor=" << f.tensor << " field=" << f.field << " byte_offset=" << f.byte_offset
-         << " block=" << f.block << " element=" << f.element << ": " << f.message;
-  }
-  return text.str();
 }
 
 // ---------------------------------------------------------------------------

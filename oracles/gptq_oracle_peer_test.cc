@@ -34,6 +34,7 @@
 
 #include "oracles/gptq.h"
 #include "oracles/json.h"
+#include "oracles/peer_test_support.h"
 #include "oracles/safetensors.h"
 #include "quantdiff/plain_data.h"
 
@@ -47,23 +48,19 @@
 namespace qd::oracle {
 namespace {
 
-using Bytes = std::vector<std::uint8_t>;
+using peer_test::Bits;
+using peer_test::Bytes;
+using peer_test::Describe;
+using peer_test::FindDecoded;
+using peer_test::IntegerMember;
+using peer_test::Json;
+using peer_test::LoadJson;
+using peer_test::ReadBytes;
+using peer_test::StringMember;
+using peer_test::View;
 
 const std::string kPeerDir = QD_GPTQ_PEER_DIR;
 const std::string kModelsDir = QD_MODELS_PEER_DIR;
-
-Bytes ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return Bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-qd::ByteView View(const Bytes& bytes) { return qd::ByteView{bytes.data(), bytes.size()}; }
-
-std::uint32_t Bits(float value) {
-  std::uint32_t bits = 0;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
 
 bool IsRegularFile(const std::string& path) {
   struct stat info;
@@ -96,19 +93,6 @@ std::vector<qd::SideFile> ConfigSources(const std::string& file) {
 // ---------------------------------------------------------------------------
 // The manifest.
 
-struct Json {
-  JsonDocument document;
-  bool ok = false;
-};
-
-Json LoadJson(const std::string& path) {
-  Json json;
-  const Bytes bytes = ReadBytes(path);
-  JsonError error;
-  json.ok = ParseStrictJsonObject(bytes.data(), bytes.size(), &json.document, &error);
-  return json;
-}
-
 const Json& Manifest() {
   static const Json manifest = LoadJson(kPeerDir + "/manifest.json");
   return manifest;
@@ -117,21 +101,6 @@ const Json& Manifest() {
 const Json& ModelsManifest() {
   static const Json manifest = LoadJson(kModelsDir + "/manifest.json");
   return manifest;
-}
-
-std::string StringMember(const JsonDocument& d, std::uint32_t object, const char* key) {
-  if (object == kNoNode) return "";
-  const std::uint32_t node = d.FindMember(object, key);
-  if (node == kNoNode || d.nodes[node].kind != JsonKind::kString) return "";
-  return std::string(d.Text(node));
-}
-
-std::uint64_t IntegerMember(const JsonDocument& d, std::uint32_t object, const char* key) {
-  if (object == kNoNode) return 0;
-  const std::uint32_t node = d.FindMember(object, key);
-  std::uint64_t value = 0;
-  if (node == kNoNode || !JsonToUint64(d, node, &value)) return 0;
-  return value;
 }
 
 struct PeerCase {
@@ -225,13 +194,6 @@ std::vector<float> Floats(const RawTensor& tensor) {
   return values;
 }
 
-const qd::DecodedTensor* FindDecoded(const qd::Outcome& outcome, const std::string& name) {
-  for (const qd::DecodedTensor& tensor : outcome.tensors) {
-    if (tensor.name == name) return &tensor;
-  }
-  return nullptr;
-}
-
 // The first index whose bits differ, or -1 (sizes differing: 0).
 std::int64_t FirstBitDifference(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return 0;
@@ -248,18 +210,6 @@ std::int64_t FirstDifference(const std::vector<T>& a, const std::vector<T>& b) {
     if (a[i] != b[i]) return static_cast<std::int64_t>(i);
   }
   return -1;
-}
-
-std::string Describe(const qd::Outcome& outcome) {
-  std::ostringstream text;
-  text << (outcome.refused ? "refused" : "accepted");
-  for (const qd::Finding& f : outcome.findings) {
-    text << "\n  " << f.rule << (f.severity == qd::Severity::kError ? " error" : " warning")
-         << " file=" << f.file << " tensor=" << f.tensor << " field=" << f.field
-         << " byte_offset=" << f.byte_offset << " row=" << f.row << " element=" << f.element
-         << ": " << f.message;
-  }
-  return text.str();
 }
 
 qd::Outcome ReadCase(const PeerCase& peer, std::vector<GptqLayerCodes>* layers) {

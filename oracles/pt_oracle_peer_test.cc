@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "oracles/json.h"
+#include "oracles/peer_test_support.h"
 #include "oracles/pt.h"
 #include "quantdiff/plain_data.h"
 
@@ -38,14 +39,10 @@
 namespace qd::oracle {
 namespace {
 
-using Bytes = std::vector<std::uint8_t>;
+using peer_test::Bytes;
+using peer_test::ReadBytes;
 
 const std::string kPeerDir = QD_PT_PEER_DIR;
-
-Bytes ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return Bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // ---------------------------------------------------------------------------
 // SHA-256, FIPS 180-4 sections 4.1.2, 4.2.2, 5.1.1, 5.3.3, 6.2.

@@ -1,0 +1,90 @@
+// peer_test_support.h: what the oracle-side peer tests share (reading a peer
+// file, the manifests through the oracle's own JSON parser, finding a
+// decoded tensor, printing an outcome). Test code only; like the oracles it
+// includes nothing from codecs/.
+#ifndef QUANTDIFF_ORACLES_PEER_TEST_SUPPORT_H_
+#define QUANTDIFF_ORACLES_PEER_TEST_SUPPORT_H_
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "oracles/json.h"
+#include "quantdiff/plain_data.h"
+
+namespace qd::oracle::peer_test {
+
+using Bytes = std::vector<std::uint8_t>;
+
+inline Bytes ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+inline qd::ByteView View(const Bytes& bytes) { return qd::ByteView{bytes.data(), bytes.size()}; }
+
+inline std::uint32_t Bits(float value) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+// A JSON document read with the oracle's parser; ok is false when the file
+// is missing or not a strict JSON object.
+struct Json {
+  JsonDocument document;
+  bool ok = false;
+};
+
+inline Json LoadJson(const std::string& path) {
+  Json json;
+  const Bytes bytes = ReadBytes(path);
+  JsonError error;
+  json.ok = ParseStrictJsonObject(bytes.data(), bytes.size(), &json.document, &error);
+  return json;
+}
+
+// object's member key as a string ("" when absent or not a string).
+inline std::string StringMember(const JsonDocument& d, std::uint32_t object, const char* key) {
+  if (object == kNoNode) return "";
+  const std::uint32_t node = d.FindMember(object, key);
+  if (node == kNoNode || d.nodes[node].kind != JsonKind::kString) return "";
+  return std::string(d.Text(node));
+}
+
+// object's member key as an unsigned integer (0 when absent or not one).
+inline std::uint64_t IntegerMember(const JsonDocument& d, std::uint32_t object, const char* key) {
+  if (object == kNoNode) return 0;
+  const std::uint32_t node = d.FindMember(object, key);
+  std::uint64_t value = 0;
+  if (node == kNoNode || !JsonToUint64(d, node, &value)) return 0;
+  return value;
+}
+
+inline const qd::DecodedTensor* FindDecoded(const qd::Outcome& outcome, const std::string& name) {
+  for (const qd::DecodedTensor& tensor : outcome.tensors) {
+    if (tensor.name == name) return &tensor;
+  }
+  return nullptr;
+}
+
+// The verdict and every finding with all its fields, for failure messages.
+inline std::string Describe(const qd::Outcome& outcome) {
+  std::ostringstream text;
+  text << (outcome.refused ? "refused" : "accepted");
+  for (const qd::Finding& f : outcome.findings) {
+    text << "\n  " << f.rule << (f.severity == qd::Severity::kError ? " error" : " warning")
+         << " file=" << f.file << " tensor=" << f.tensor << " field=" << f.field
+         << " byte_offset=" << f.byte_offset << " row=" << f.row << " block=" << f.block
+         << " element=" << f.element << ": " << f.message;
+  }
+  return text.str();
+}
+
+}  // namespace qd::oracle::peer_test
+
+#endif  // QUANTDIFF_ORACLES_PEER_TEST_SUPPORT_H_
