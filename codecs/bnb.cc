@@ -13,27 +13,56 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codecs/pt.h"
 #include "codecs/strict_json.h"
 
 namespace qd::codec {
 namespace {
 
-constexpr std::int64_t kHeaderOffset = 8;  // findings about header-level facts
 constexpr std::string_view kHfMarker = ".quant_state.bitsandbytes__";
 constexpr std::string_view kGptqState = "weight_quant_state";
 constexpr std::string_view kBlockwiseKey = "bnb_blockwise8_quant_state";
+constexpr std::string_view kListState = ".quant_state";  // docs/pt.md 7.2
 
-// A tensor whose name makes it the state of a layer.
-enum class StateForm : std::uint8_t { kHf4bit, kGptq4bit, kInt8Hf, kInt8Gptq };
+// A tensor whose name makes it the state of a layer, or (kList4bit) a .pt
+// value `W.quant_state` holding the old QuantState list (docs/pt.md 7.2).
+enum class StateForm : std::uint8_t { kHf4bit, kGptq4bit, kList4bit, kInt8Hf, kInt8Gptq };
 
 struct StateTensor {
   StateForm form;
-  std::size_t tensor;
-  std::string prefix;  // HF: "W"; the others: "M." (possibly empty)
+  std::size_t tensor;  // kBnbNoTensor for the list
+  std::string prefix;  // HF and list: "W"; the others: "M." (possibly empty)
   std::string type;    // HF: the T of bitsandbytes__T
+  std::uint32_t node = kPtNoNode;  // list: the value's node
 };
 
-bool Is4bit(StateForm f) { return f == StateForm::kHf4bit || f == StateForm::kGptq4bit; }
+bool Is4bit(StateForm f) {
+  return f == StateForm::kHf4bit || f == StateForm::kGptq4bit || f == StateForm::kList4bit;
+}
+
+// The state keys of docs/bnb.md 4-bit step 2 / blockwise step 1, read from
+// a JSON object or mapped from a QuantState list (docs/pt.md 7.3), so that
+// the later steps run once for every layout.
+struct StateKeys {
+  std::string quant_type;
+  std::uint64_t blocksize = 0;
+  std::string dtype;
+  std::vector<std::uint64_t> shape;
+  bool nested = false;  // JSON: a nested_* key; list: S[4] is not None
+  std::optional<std::uint64_t> nested_blocksize;
+  std::optional<std::string> nested_dtype;
+  std::optional<double> nested_offset;
+  // Where findings about the state point: the state tensor and the start of
+  // its JSON text, or the list (`W.quant_state`) at the header offset.
+  std::string tensor;
+  std::int64_t at = 0;
+};
+
+// The list-only facts docs/pt.md 7.4 step 7 checks before the shared ones.
+struct ListExtras {
+  bool state2_without_code = false;  // the docstring's 6-item state2
+  bool nested_of_nested = false;     // nested2 True, offset2 or state2b not None
+};
 
 // "M.<suffix>" or "<suffix>": the prefix M. ("" for the bare suffix), or nullopt.
 std::optional<std::string> PrefixBefore(std::string_view name, std::string_view suffix) {
@@ -101,23 +130,42 @@ bool HasNestedKey(const nlohmann::json& o) {
   return false;
 }
 
+// The nested keys of a JSON state whose types NestedKeyTypesOk accepted.
+void ReadNestedKeys(const nlohmann::json& o, StateKeys* keys) {
+  keys->nested = HasNestedKey(o);
+  if (o.contains("nested_blocksize")) keys->nested_blocksize = o["nested_blocksize"].get<std::uint64_t>();
+  if (o.contains("nested_dtype")) keys->nested_dtype = o["nested_dtype"].get<std::string>();
+  if (o.contains("nested_offset")) keys->nested_offset = o["nested_offset"].get<double>();
+}
+
+// Value-model predicates of docs/pt.md 7.3 ("int" is >= 0; a bool is no int).
+bool IsIndex(const PtNode& n) { return n.kind == PtKind::kInt && n.integer >= 0; }
+bool IsSequence(const PtNode& n) { return n.kind == PtKind::kList || n.kind == PtKind::kTuple; }
+bool IsDtypeToken(const PtNode& n) {
+  return n.kind == PtKind::kToken && n.token == PtTokenKind::kDtype;
+}
+
 // The checks of one file: findings go to result; Error() stops the reader.
 class Checker {
  public:
   Checker(BnbResult* result, const std::string& file) : r_(result), file_(file) {
-    const auto& tensors = r_->container.tensors;
-    for (std::size_t i = 0; i < tensors.size(); ++i) by_name_.emplace(tensors[i].name, i);
+    const TensorTable& table = r_->table;
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      if (table[i].listed) by_name_.emplace(table[i].name, i);
+    }
   }
 
   std::size_t Find(const std::string& name) const {
     auto it = by_name_.find(name);
     return it == by_name_.end() ? kBnbNoTensor : it->second;
   }
-  const TensorEntry& T(std::size_t i) const { return r_->container.tensors[i]; }
+  const TableTensor& T(std::size_t i) const { return r_->table[i]; }
   std::int64_t DataOffset(std::size_t i, std::uint64_t k = 0) const {
-    return static_cast<std::int64_t>(r_->container.data_start + T(i).begin + k);
+    return r_->table.ByteOffset(i, k);
   }
-  const std::uint8_t* Data(std::size_t i) const { return r_->container.Data(T(i)); }
+  const std::uint8_t* Data(std::size_t i) const { return r_->table.Data(i); }
+  // Header-level facts: 8 (safetensors) or ds of data.pkl (docs/pt.md 6.4).
+  std::int64_t Header() const { return r_->table.header_offset(); }
 
   qd::Finding& Add(std::string rule, qd::Severity severity, std::string tensor,
                    std::string field, std::int64_t offset, std::string message) {
@@ -135,15 +183,21 @@ class Checker {
   }
 
   // BNB-104: the first non-finite binary32 value of the listed tensors, visited
-  // in storage order. by_element: the index is an element (maps), else a block.
+  // in storage order (begin, end, name). by_element: the index is an element
+  // (maps), else a block.
   struct Statistic {
     std::size_t tensor;
     std::string field;
     bool by_element;
   };
   bool CheckFinite(std::vector<Statistic> stats) {
-    std::sort(stats.begin(), stats.end(),
-              [](const Statistic& a, const Statistic& b) { return a.tensor < b.tensor; });
+    std::sort(stats.begin(), stats.end(), [&](const Statistic& a, const Statistic& b) {
+      const TableTensor& x = T(a.tensor);
+      const TableTensor& y = T(b.tensor);
+      if (x.begin != y.begin) return x.begin < y.begin;
+      if (x.end != y.end) return x.end < y.end;
+      return x.name < y.name;
+    });
     for (const Statistic& s : stats) {
       const std::uint8_t* p = Data(s.tensor);
       const std::uint64_t count = T(s.tensor).element_count;
@@ -163,29 +217,27 @@ class Checker {
 
   // BNB-004 (docs/bnb.md 4-bit step 7, blockwise step 4): a nested layer has
   // nested_offset, nested_blocksize, nested_dtype float32 and both nested
-  // tensors. JSON facts are reported at (json_tensor, json_at).
-  bool CheckNestedState(const nlohmann::json& js, const std::string& w,
-                        const std::string& json_tensor, std::int64_t json_at, BnbLayer* layer) {
-    if (!js.contains("nested_offset")) {
-      return Error("BNB-004", json_tensor, "nested_offset", json_at, "nested state without nested_offset");
+  // tensors. State facts are reported at (keys.tensor, keys.at).
+  bool CheckNestedState(const StateKeys& keys, const std::string& w, BnbLayer* layer) {
+    if (!keys.nested_offset) {
+      return Error("BNB-004", keys.tensor, "nested_offset", keys.at, "nested state without nested_offset");
     }
-    if (!js.contains("nested_blocksize") ||
-        !IsPowerOfTwoIn(js["nested_blocksize"].get<std::uint64_t>(), 32, 4096)) {
-      return Error("BNB-004", json_tensor, "nested_blocksize", json_at,
+    if (!keys.nested_blocksize || !IsPowerOfTwoIn(*keys.nested_blocksize, 32, 4096)) {
+      return Error("BNB-004", keys.tensor, "nested_blocksize", keys.at,
                    "nested_blocksize is missing or not a power of two 32..4096");
     }
-    if (!js.contains("nested_dtype") || js["nested_dtype"].get<std::string>() != "float32") {
-      return Error("BNB-004", json_tensor, "nested_dtype", json_at, "nested_dtype is not float32");
+    if (!keys.nested_dtype || *keys.nested_dtype != "float32") {
+      return Error("BNB-004", keys.tensor, "nested_dtype", keys.at, "nested_dtype is not float32");
     }
     if (layer->nested_absmax == kBnbNoTensor) {
-      return Error("BNB-004", w, "nested_absmax", kHeaderOffset, "nested layer without nested_absmax");
+      return Error("BNB-004", w, "nested_absmax", Header(), "nested layer without nested_absmax");
     }
     if (layer->nested_quant_map == kBnbNoTensor) {
-      return Error("BNB-004", w, "nested_quant_map", kHeaderOffset,
+      return Error("BNB-004", w, "nested_quant_map", Header(),
                    "nested layer without nested_quant_map");
     }
-    layer->nested_blocksize = js["nested_blocksize"].get<std::uint64_t>();
-    layer->nested_offset = static_cast<float>(js["nested_offset"].get<double>());
+    layer->nested_blocksize = *keys.nested_blocksize;
+    layer->nested_offset = static_cast<float>(*keys.nested_offset);
     return true;
   }
 
@@ -193,25 +245,25 @@ class Checker {
   // (count_rule: BNB-001 for 4-bit, BNB-107 for blockwise), then the nested
   // tensors' dtypes and sizes (BNB-004).
   bool CheckStatistics(const BnbLayer& layer, std::uint64_t nblocks, const char* count_rule) {
-    const TensorEntry& absmax = T(layer.absmax);
+    const TableTensor& absmax = T(layer.absmax);
     if (absmax.dtype != (layer.nested ? Dtype::kU8 : Dtype::kF32)) {
-      return Error("BNB-102", absmax.name, "absmax", kHeaderOffset,
+      return Error("BNB-102", absmax.name, "absmax", Header(),
                    std::string("absmax is not ") + (layer.nested ? "U8 (nested)" : "F32"));
     }
     if (absmax.element_count != nblocks) {
-      return Error(count_rule, absmax.name, "absmax", kHeaderOffset,
+      return Error(count_rule, absmax.name, "absmax", Header(),
                    "absmax has " + std::to_string(absmax.element_count) + " values, " +
                        std::to_string(nblocks) + " blocks");
     }
     if (!layer.nested) return true;
-    const TensorEntry& na = T(layer.nested_absmax);
+    const TableTensor& na = T(layer.nested_absmax);
     if (na.dtype != Dtype::kF32 || na.element_count != CeilDiv(nblocks, layer.nested_blocksize)) {
-      return Error("BNB-004", na.name, "nested_absmax", kHeaderOffset,
+      return Error("BNB-004", na.name, "nested_absmax", Header(),
                    "nested_absmax is not F32 with one value per nested block");
     }
-    const TensorEntry& nq = T(layer.nested_quant_map);
+    const TableTensor& nq = T(layer.nested_quant_map);
     if (nq.dtype != Dtype::kF32 || nq.element_count != 256) {
-      return Error("BNB-004", nq.name, "nested_quant_map", kHeaderOffset,
+      return Error("BNB-004", nq.name, "nested_quant_map", Header(),
                    "nested_quant_map is not F32 with 256 values");
     }
     return true;
@@ -222,46 +274,29 @@ class Checker {
   bool CheckInt8(const std::string& w, const std::vector<StateTensor>& states, BnbLayer* layer);
 
  private:
+  // docs/bnb.md 4-bit step 2 for a JSON state tensor.
+  bool ReadJsonState(const StateTensor& state, StateKeys* keys);
+  // docs/pt.md 7.4 step 2 for a list: the keys, and the pieces as value
+  // tensors of the table named W.quant_state[...].
+  bool ReadListState(const StateTensor& state, const std::string& w, StateKeys* keys,
+                     ListExtras* extras, BnbLayer* layer);
+
   BnbResult* r_;
   const std::string& file_;
   std::unordered_map<std::string, std::size_t> by_name_;
 };
 
-bool Checker::Check4bit(const std::string& w, const std::vector<StateTensor>& states,
-                        BnbLayer* layer) {
-  // 1. BNB-105: one state, W and its absmax present.
-  if (states.size() > 1) {
-    return Error("BNB-105", w, "quant_state", kHeaderOffset,
-                 std::to_string(states.size()) + " state tensors name " + w);
-  }
-  const StateTensor& state = states.front();
-  const bool hf = state.form == StateForm::kHf4bit;
-  auto sibling = [&](std::string_view hf_suffix, std::string_view gptq_suffix) {
-    return hf ? w + std::string(hf_suffix) : state.prefix + std::string(gptq_suffix);
-  };
-  layer->weight = Find(w);
-  if (layer->weight == kBnbNoTensor) {
-    return Error("BNB-105", w, "quant_state", kHeaderOffset, "the packed weight is missing");
-  }
-  layer->absmax = Find(sibling(".absmax", "weight_absmax"));
-  if (layer->absmax == kBnbNoTensor) {
-    return Error("BNB-105", w, "quant_state", kHeaderOffset, "the absmax tensor is missing");
-  }
-  layer->state = state.tensor;
-  layer->quant_map = Find(sibling(".quant_map", "weight_quant_map"));
-  layer->nested_absmax = Find(sibling(".nested_absmax", "weight_nested_absmax"));
-  layer->nested_quant_map = Find(sibling(".nested_quant_map", "weight_nested_quant_map"));
-
-  // 2. BNB-101: a U8 rank-1 tensor of strict JSON with the required keys.
-  const TensorEntry& st = T(state.tensor);
+bool Checker::ReadJsonState(const StateTensor& state, StateKeys* keys) {
+  const TableTensor& st = T(state.tensor);
   if (st.dtype != Dtype::kU8 || st.shape.size() != 1) {
-    return Error("BNB-101", st.name, "quant_state", kHeaderOffset,
+    return Error("BNB-101", st.name, "quant_state", Header(),
                  "the quant_state tensor is not U8 of rank 1");
   }
-  const std::int64_t json_at = DataOffset(state.tensor);
-  const std::optional<nlohmann::json> parsed = ParseStrictJson(Data(state.tensor), st.end - st.begin);
+  keys->tensor = st.name;
+  keys->at = DataOffset(state.tensor);
+  const std::optional<nlohmann::json> parsed = ParseStrictJson(Data(state.tensor), st.byte_length);
   if (!parsed || !parsed->is_object()) {
-    return Error("BNB-101", st.name, "quant_state", json_at,
+    return Error("BNB-101", st.name, "quant_state", keys->at,
                  "the quant_state bytes are not strict JSON with an object on top");
   }
   const nlohmann::json& js = *parsed;
@@ -270,60 +305,187 @@ bool Checker::Check4bit(const std::string& w, const std::vector<StateTensor>& st
                        js.contains("dtype") && js["dtype"].is_string() && js.contains("shape") &&
                        IsUnsignedArray(js["shape"]) && NestedKeyTypesOk(js);
   if (!keys_ok) {
-    return Error("BNB-101", st.name, "quant_state", json_at,
+    return Error("BNB-101", st.name, "quant_state", keys->at,
                  "a quant_state key is missing or of the wrong type");
   }
-  // 3, 4. BNB-001 / BNB-102: quant_type.
-  const std::string quant_type = js["quant_type"].get<std::string>();
-  if (quant_type != "nf4" && quant_type != "fp4") {
-    return Error("BNB-001", st.name, "quant_type", json_at,
-                 "quant_type \"" + quant_type + "\" is not nf4 or fp4");
+  keys->quant_type = js["quant_type"].get<std::string>();
+  keys->blocksize = js["blocksize"].get<std::uint64_t>();
+  keys->dtype = js["dtype"].get<std::string>();
+  for (const nlohmann::json& d : js["shape"]) keys->shape.push_back(d.get<std::uint64_t>());
+  ReadNestedKeys(js, keys);
+  return true;
+}
+
+bool Checker::ReadListState(const StateTensor& state, const std::string& w, StateKeys* keys,
+                            ListExtras* extras, BnbLayer* layer) {
+  const PtResult& p = *r_->table.pickle();
+  const std::string name = w + std::string(kListState);
+  keys->tensor = name;
+  keys->at = Header();  // the list has no bytes of its own (docs/pt.md 7.4)
+  auto refuse = [&](const char* field, const std::string& why) {
+    return Error("BNB-101", name, field, Header(), why);
+  };
+  auto item = [&](const PtNode& seq, std::size_t k) -> const PtNode& { return p.Node(seq.items[k]); };
+  // a. The outer list, item by item (docs/pt.md 7.3's table).
+  const PtNode& s = p.Node(state.node);
+  if (s.items.size() != 6 && s.items.size() != 7) {
+    return refuse("quant_state", "the QuantState list has " + std::to_string(s.items.size()) +
+                                     " items, not 6 or 7");
   }
-  if (hf && state.type != quant_type) {
-    return Error("BNB-102", st.name, "quant_type", json_at,
-                 "the key says bitsandbytes__" + state.type + ", the JSON says " + quant_type);
+  const PtNode& shape = item(s, 1);
+  const bool shape_ok = (shape.kind == PtKind::kSize || IsSequence(shape)) &&
+                        std::all_of(shape.items.begin(), shape.items.end(),
+                                    [&](std::uint32_t d) { return IsIndex(p.Node(d)); });
+  const PtNode& nested = item(s, 4);
+  const char* wrong = item(s, 0).kind != PtKind::kTensor       ? "item 0 (absmax) is not a tensor"
+                      : !shape_ok                              ? "item 1 (shape) is not a list of ints"
+                      : !IsDtypeToken(item(s, 2))              ? "item 2 (dtype) is not a dtype"
+                      : !IsIndex(item(s, 3))                   ? "item 3 (blocksize) is not an int"
+                      : !(nested.kind == PtKind::kNone || (IsSequence(nested) && nested.items.size() == 2))
+                          ? "item 4 is neither None nor [offset, state2]"
+                      : item(s, 5).kind != PtKind::kStr        ? "item 5 (quant_type) is not a str"
+                      : s.items.size() == 7 && item(s, 6).kind != PtKind::kTensor
+                          ? "item 6 (quant_map) is not a tensor"
+                          : nullptr;
+  if (wrong != nullptr) return refuse("quant_state", std::string("QuantState list: ") + wrong);
+  keys->shape.clear();
+  for (std::uint32_t d : shape.items) keys->shape.push_back(static_cast<std::uint64_t>(p.Node(d).integer));
+  keys->dtype = item(s, 2).text;
+  keys->blocksize = static_cast<std::uint64_t>(item(s, 3).integer);
+  keys->quant_type = item(s, 5).text;
+  keys->nested = nested.kind != PtKind::kNone;
+  layer->absmax = r_->table.AddValueTensor(item(s, 0).tensor, name + "[0]");
+  if (s.items.size() == 7) layer->quant_map = r_->table.AddValueTensor(item(s, 6).tensor, name + "[6]");
+  if (!keys->nested) return true;
+  // b. The offset: a floating tensor of one value or a float, finite as binary32.
+  const PtNode& offset = item(nested, 0);
+  float value = 0.0f;
+  bool offset_ok = false;
+  if (offset.kind == PtKind::kFloat) {
+    value = static_cast<float>(offset.real);
+    offset_ok = true;
+  } else if (offset.kind == PtKind::kTensor) {
+    const PtTensor& t = p.all_tensors[offset.tensor];
+    offset_ok = IsFloatDtype(t.dtype) && t.numel == 1 && DecodePtTensor(t, &value);
   }
-  layer->quant_type = quant_type == "nf4" ? Bnb4bitType::kNf4 : Bnb4bitType::kFp4;
+  if (!offset_ok || (std::bit_cast<std::uint32_t>(value) & 0x7f800000u) == 0x7f800000u) {
+    return refuse("nested_offset", "the nested offset is not a finite float or one-value float tensor");
+  }
+  keys->nested_offset = value;
+  // c. state2: quantize_blockwise's 7-item list, or the docstring's 6 items.
+  const PtNode& state2 = item(nested, 1);
+  if (!IsSequence(state2) || (state2.items.size() != 6 && state2.items.size() != 7)) {
+    return refuse("quant_state", "the nested state2 is not a list of 6 or 7 items");
+  }
+  if (state2.items.size() == 6) {
+    extras->state2_without_code = true;
+    return true;
+  }
+  if (item(state2, 0).kind != PtKind::kTensor || item(state2, 1).kind != PtKind::kTensor ||
+      !IsIndex(item(state2, 2)) || item(state2, 3).kind != PtKind::kBool ||
+      !IsDtypeToken(item(state2, 4))) {
+    return refuse("quant_state",
+                  "state2 is not [absmax, code, blocksize, nested, dtype, offset, state2]");
+  }
+  keys->nested_blocksize = static_cast<std::uint64_t>(item(state2, 2).integer);
+  keys->nested_dtype = item(state2, 4).text;
+  extras->nested_of_nested = item(state2, 3).boolean || item(state2, 5).kind != PtKind::kNone ||
+                             item(state2, 6).kind != PtKind::kNone;
+  layer->nested_absmax = r_->table.AddValueTensor(item(state2, 0).tensor, name + "[4][1][0]");
+  layer->nested_quant_map = r_->table.AddValueTensor(item(state2, 1).tensor, name + "[4][1][1]");
+  return true;
+}
+
+bool Checker::Check4bit(const std::string& w, const std::vector<StateTensor>& states,
+                        BnbLayer* layer) {
+  // 1. BNB-105: one state, W and its absmax present.
+  if (states.size() > 1) {
+    return Error("BNB-105", w, "quant_state", Header(),
+                 std::to_string(states.size()) + " states name " + w);
+  }
+  const StateTensor& state = states.front();
+  const bool hf = state.form == StateForm::kHf4bit;
+  const bool list = state.form == StateForm::kList4bit;
+  auto sibling = [&](std::string_view hf_suffix, std::string_view gptq_suffix) {
+    return hf ? w + std::string(hf_suffix) : state.prefix + std::string(gptq_suffix);
+  };
+  layer->weight = Find(w);
+  if (layer->weight == kBnbNoTensor) {
+    return Error("BNB-105", w, "quant_state", Header(), "the packed weight is missing");
+  }
+  if (!list) {
+    layer->absmax = Find(sibling(".absmax", "weight_absmax"));
+    if (layer->absmax == kBnbNoTensor) {
+      return Error("BNB-105", w, "quant_state", Header(), "the absmax tensor is missing");
+    }
+    layer->state = state.tensor;
+    layer->quant_map = Find(sibling(".quant_map", "weight_quant_map"));
+    layer->nested_absmax = Find(sibling(".nested_absmax", "weight_nested_absmax"));
+    layer->nested_quant_map = Find(sibling(".nested_quant_map", "weight_nested_quant_map"));
+  }
+
+  // 2. BNB-101: strict JSON with the required keys, or a well-formed list.
+  StateKeys keys;
+  ListExtras extras;
+  if (list ? !ReadListState(state, w, &keys, &extras, layer) : !ReadJsonState(state, &keys)) {
+    return false;
+  }
+  // 3, 4. BNB-001 / BNB-102: quant_type (no suffix to compare for the list).
+  if (keys.quant_type != "nf4" && keys.quant_type != "fp4") {
+    return Error("BNB-001", keys.tensor, "quant_type", keys.at,
+                 "quant_type \"" + keys.quant_type + "\" is not nf4 or fp4");
+  }
+  if (hf && state.type != keys.quant_type) {
+    return Error("BNB-102", keys.tensor, "quant_type", keys.at,
+                 "the key says bitsandbytes__" + state.type + ", the JSON says " + keys.quant_type);
+  }
+  layer->quant_type = keys.quant_type == "nf4" ? Bnb4bitType::kNf4 : Bnb4bitType::kFp4;
   // 5. BNB-001: blocksize.
-  const std::uint64_t blocksize = js["blocksize"].get<std::uint64_t>();
-  if (!IsPowerOfTwoIn(blocksize, 32, 4096)) {
-    return Error("BNB-001", st.name, "blocksize", json_at,
-                 "blocksize " + std::to_string(blocksize) + " is not a power of two 32..4096");
+  if (!IsPowerOfTwoIn(keys.blocksize, 32, 4096)) {
+    return Error("BNB-001", keys.tensor, "blocksize", keys.at,
+                 "blocksize " + std::to_string(keys.blocksize) + " is not a power of two 32..4096");
   }
-  layer->blocksize = blocksize;
+  layer->blocksize = keys.blocksize;
   // 6. BNB-103: dtype.
-  const std::optional<BnbDtype> dtype = ParseBnbDtype(js["dtype"].get<std::string>());
+  const std::optional<BnbDtype> dtype = ParseBnbDtype(keys.dtype);
   if (!dtype) {
-    return Error("BNB-103", st.name, "dtype", json_at,
-                 "dtype \"" + js["dtype"].get<std::string>() + "\" is not float16, bfloat16 or float32");
+    return Error("BNB-103", keys.tensor, "dtype",
+                 keys.at, "dtype \"" + keys.dtype + "\" is not float16, bfloat16 or float32");
   }
   layer->dtype = *dtype;
-  // 7. BNB-004: a nested layer is complete.
-  layer->nested = HasNestedKey(js) || layer->nested_absmax != kBnbNoTensor ||
+  // 7. BNB-004: a nested layer is complete. The list's own gaps first
+  // (docs/pt.md 7.4 step 7): state2 without code, nested-of-nested.
+  layer->nested = keys.nested || layer->nested_absmax != kBnbNoTensor ||
                   layer->nested_quant_map != kBnbNoTensor;
-  if (layer->nested && !CheckNestedState(js, w, st.name, json_at, layer)) return false;
+  if (extras.state2_without_code) {
+    return Error("BNB-004", keys.tensor, "nested_quant_map", keys.at,
+                 "state2 is the 6-item docstring form: it has no code (nested_quant_map)");
+  }
+  if (extras.nested_of_nested) {
+    return Error("BNB-004", keys.tensor, "nested_blocksize", keys.at,
+                 "state2 is itself nested: not part of the 4-bit layout");
+  }
+  if (layer->nested && !CheckNestedState(keys, w, layer)) return false;
   // 8. BNB-002: ceil(n / 2) packed bytes.
   std::uint64_t n = 1;
   bool overflow = false;
-  for (const nlohmann::json& d : js["shape"]) {
-    overflow |= __builtin_mul_overflow(n, d.get<std::uint64_t>(), &n);
-  }
-  const TensorEntry& packed = T(layer->weight);
-  if (overflow || packed.end - packed.begin != n / 2 + n % 2) {
-    return Error("BNB-002", w, "weight", kHeaderOffset,
-                 "the packed weight has " + std::to_string(packed.end - packed.begin) +
+  for (std::uint64_t d : keys.shape) overflow |= __builtin_mul_overflow(n, d, &n);
+  const TableTensor& packed = T(layer->weight);
+  if (overflow || packed.byte_length != n / 2 + n % 2) {
+    return Error("BNB-002", w, "weight", Header(),
+                 "the packed weight has " + std::to_string(packed.byte_length) +
                      " bytes; shape needs " +
                      (overflow ? std::string("more than 2^64 elements") : std::to_string(n / 2 + n % 2)));
   }
   layer->n = n;
-  const std::uint64_t nblocks = CeilDiv(n, blocksize);
+  const std::uint64_t nblocks = CeilDiv(n, layer->blocksize);
   // 9, 10, 11. absmax dtype and count, then the nested tensors.
   if (!CheckStatistics(*layer, nblocks, "BNB-001")) return false;
   // 12. BNB-102: an optional stored quant_map.
   if (layer->quant_map != kBnbNoTensor) {
-    const TensorEntry& qm = T(layer->quant_map);
+    const TableTensor& qm = T(layer->quant_map);
     if (qm.dtype != Dtype::kF32 || qm.element_count != 16) {
-      return Error("BNB-102", qm.name, "quant_map", kHeaderOffset, "quant_map is not F32 with 16 values");
+      return Error("BNB-102", qm.name, "quant_map", Header(), "quant_map is not F32 with 16 values");
     }
   }
   // 13. BNB-104.
@@ -345,7 +507,7 @@ bool Checker::Check4bit(const std::string& w, const std::vector<StateTensor>& st
       if (stored != expected) {
         Add("BNB-106", qd::Severity::kWarning, T(layer->quant_map).name, "quant_map",
             DataOffset(layer->quant_map, 4 * k),
-            "stored quant_map differs from the " + quant_type + " table at code " +
+            "stored quant_map differs from the " + keys.quant_type + " table at code " +
                 std::to_string(k) + "; the table is used")
             .element = static_cast<std::int64_t>(k);
         break;
@@ -354,7 +516,7 @@ bool Checker::Check4bit(const std::string& w, const std::vector<StateTensor>& st
   }
   // Decoded shape: bnb returns the transpose when the packed tensor's first
   // dimension is 1 and shape has rank 2.
-  for (const nlohmann::json& d : js["shape"]) layer->shape.push_back(d.get<std::uint64_t>());
+  layer->shape = keys.shape;
   if (!packed.shape.empty() && packed.shape[0] == 1 && layer->shape.size() == 2) {
     std::swap(layer->shape[0], layer->shape[1]);
     layer->transposed = true;
@@ -370,53 +532,56 @@ bool Checker::CheckBlockwise8(const std::string& w, BnbLayer* layer) {
   layer->nested_absmax = Find(w + ".nested_absmax");
   layer->nested_quant_map = Find(w + ".nested_quant_map");
   // 1. BNB-101: the metadata state.
-  const std::string* text = r_->container.Metadata(kBlockwiseKey);
+  const std::string* text = r_->table.Metadata(kBlockwiseKey);
   const std::optional<nlohmann::json> parsed =
       text != nullptr ? ParseStrictJson(*text) : std::optional<nlohmann::json>();
   if (!parsed || !parsed->is_object()) {
-    return Error("BNB-101", "", field, kHeaderOffset,
+    return Error("BNB-101", "", field, Header(),
                  "the blockwise8 state is not strict JSON with an object on top");
   }
   const nlohmann::json& js = *parsed;
   const bool shape_ok = !js.contains("shape") || js["shape"].is_null() || IsUnsignedArray(js["shape"]);
   if (!js.contains("blocksize") || !js["blocksize"].is_number_unsigned() || !js.contains("dtype") ||
       !js["dtype"].is_string() || !shape_ok || !NestedKeyTypesOk(js)) {
-    return Error("BNB-101", "", field, kHeaderOffset,
+    return Error("BNB-101", "", field, Header(),
                  "a blockwise8 state key is missing or of the wrong type");
   }
   // 2. BNB-107: blocksize.
   const std::uint64_t blocksize = js["blocksize"].get<std::uint64_t>();
   if (!IsPowerOfTwoIn(blocksize, 32, 4096)) {
-    return Error("BNB-107", "", "blocksize", kHeaderOffset,
+    return Error("BNB-107", "", "blocksize", Header(),
                  "blocksize " + std::to_string(blocksize) + " is not a power of two 32..4096");
   }
   layer->blocksize = blocksize;
   // 3. BNB-103: dtype.
   const std::optional<BnbDtype> dtype = ParseBnbDtype(js["dtype"].get<std::string>());
   if (!dtype) {
-    return Error("BNB-103", "", "dtype", kHeaderOffset,
+    return Error("BNB-103", "", "dtype", Header(),
                  "dtype \"" + js["dtype"].get<std::string>() + "\" is not float16, bfloat16 or float32");
   }
   layer->dtype = *dtype;
   // 4. BNB-004: nested state complete.
-  layer->nested = HasNestedKey(js) || layer->nested_absmax != kBnbNoTensor ||
+  StateKeys keys;
+  keys.at = Header();  // tensor "": the state lives in __metadata__
+  ReadNestedKeys(js, &keys);
+  layer->nested = keys.nested || layer->nested_absmax != kBnbNoTensor ||
                   layer->nested_quant_map != kBnbNoTensor;
-  if (layer->nested && !CheckNestedState(js, w, "", kHeaderOffset, layer)) return false;
+  if (layer->nested && !CheckNestedState(keys, w, layer)) return false;
   // 5. BNB-107: the codes and the map.
-  const TensorEntry& codes = T(layer->weight);
+  const TableTensor& codes = T(layer->weight);
   if (codes.dtype != Dtype::kU8) {
-    return Error("BNB-107", w, "weight", kHeaderOffset, "the 8-bit codes are not U8");
+    return Error("BNB-107", w, "weight", Header(), "the 8-bit codes are not U8");
   }
-  const TensorEntry& map = T(layer->quant_map);
+  const TableTensor& map = T(layer->quant_map);
   if (map.dtype != Dtype::kF32 || map.element_count != 256) {
-    return Error("BNB-107", map.name, "quant_map", kHeaderOffset, "quant_map is not F32 with 256 values");
+    return Error("BNB-107", map.name, "quant_map", Header(), "quant_map is not F32 with 256 values");
   }
   // 6. BNB-102: a declared shape is the codes' shape.
   if (js.contains("shape") && !js["shape"].is_null()) {
     std::vector<std::uint64_t> declared;
     for (const nlohmann::json& d : js["shape"]) declared.push_back(d.get<std::uint64_t>());
     if (declared != codes.shape) {
-      return Error("BNB-102", w, "shape", kHeaderOffset, "the state's shape differs from the codes' shape");
+      return Error("BNB-102", w, "shape", Header(), "the state's shape differs from the codes' shape");
     }
   }
   layer->n = codes.element_count;
@@ -439,31 +604,31 @@ bool Checker::CheckInt8(const std::string& w, const std::vector<StateTensor>& st
                         BnbLayer* layer) {
   // 1. BNB-105: W present (and named by one scale tensor only).
   if (states.size() > 1) {
-    return Error("BNB-105", w, "weight", kHeaderOffset,
+    return Error("BNB-105", w, "weight", Header(),
                  std::to_string(states.size()) + " scale tensors name " + w);
   }
   const StateTensor& state = states.front();
   layer->scale = state.tensor;
   layer->weight = Find(w);
   if (layer->weight == kBnbNoTensor) {
-    return Error("BNB-105", w, "weight", kHeaderOffset, "the int8 weight is missing");
+    return Error("BNB-105", w, "weight", Header(), "the int8 weight is missing");
   }
   if (state.form == StateForm::kInt8Hf) layer->weight_format = Find(state.prefix + "weight_format");
   // 2. BNB-108: shapes and dtypes.
-  const TensorEntry& wt = T(layer->weight);
+  const TableTensor& wt = T(layer->weight);
   if (wt.dtype != Dtype::kI8 || wt.shape.size() != 2) {
-    return Error("BNB-108", w, "weight", kHeaderOffset, "the int8 weight is not I8 of rank 2");
+    return Error("BNB-108", w, "weight", Header(), "the int8 weight is not I8 of rank 2");
   }
   layer->rows = wt.shape[0];
   layer->columns = wt.shape[1];
-  const TensorEntry& scb = T(layer->scale);
+  const TableTensor& scb = T(layer->scale);
   if (scb.dtype != Dtype::kF32 || scb.element_count != layer->rows) {
-    return Error("BNB-108", scb.name, "SCB", kHeaderOffset, "the row scale is not F32 with one value per row");
+    return Error("BNB-108", scb.name, "SCB", Header(), "the row scale is not F32 with one value per row");
   }
   if (layer->weight_format != kBnbNoTensor) {
-    const TensorEntry& wf = T(layer->weight_format);
+    const TableTensor& wf = T(layer->weight_format);
     if (wf.dtype != Dtype::kU8 || wf.element_count != 1) {
-      return Error("BNB-108", wf.name, "weight_format", kHeaderOffset,
+      return Error("BNB-108", wf.name, "weight_format", Header(),
                    "weight_format is not a single U8");
     }
     if (Data(layer->weight_format)[0] != 0) {
@@ -483,14 +648,19 @@ bool Checker::CheckInt8(const std::string& w, const std::vector<StateTensor>& st
 
 BnbResult ReadBnb(qd::ByteView file, const std::string& file_name) {
   ContainerResult container = ReadContainer(file, file_name);
-  BnbResult result;
-  result.findings = std::move(container.findings);
-  result.refused = container.refused;
-  result.container = std::move(container.container);
-  if (result.refused) return result;
-  const std::vector<TensorEntry>& tensors = result.container.tensors;
+  if (container.refused) return BnbResult::Refusal(std::move(container.findings));
+  return ReadBnbTable(TensorTable::FromContainer(std::move(container.container)), file_name,
+                      std::move(container.findings));
+}
 
-  // Layers by W: the state tensors that name W, and whether W is blockwise8.
+BnbResult ReadBnbTable(TensorTable table, const std::string& file_name,
+                       std::vector<qd::Finding> container_findings) {
+  BnbResult result;
+  result.findings = std::move(container_findings);
+  result.table = std::move(table);
+  const TensorTable& tensors = result.table;
+
+  // Layers by W: the states that name W, and whether W is blockwise8.
   struct Plan {
     std::vector<StateTensor> states;
     bool blockwise8 = false;
@@ -507,10 +677,23 @@ BnbResult ReadBnb(qd::ByteView file, const std::string& file_name) {
       plan_for(claim->first).states.push_back(std::move(claim->second));
     }
   }
-  if (result.container.Metadata(kBlockwiseKey) != nullptr) {
+  // docs/pt.md 7.2: a value `W.quant_state` (W non-empty) that is a list or
+  // tuple is the old QuantState list of W.
+  if (const PtResult* pickle = tensors.pickle()) {
+    for (const auto& [name, node] : pickle->values) {
+      if (name.size() <= kListState.size() ||
+          name.compare(name.size() - kListState.size(), kListState.size(), kListState) != 0 ||
+          !IsSequence(pickle->Node(node))) {
+        continue;
+      }
+      const std::string w = name.substr(0, name.size() - kListState.size());
+      plan_for(w).states.push_back({StateForm::kList4bit, kBnbNoTensor, w, {}, node});
+    }
+  }
+  if (tensors.Metadata(kBlockwiseKey) != nullptr) {
     std::unordered_map<std::string, std::size_t> names;
     for (std::size_t i = 0; i < tensors.size(); ++i) names.emplace(tensors[i].name, i);
-    for (const TensorEntry& t : tensors) {
+    for (const TableTensor& t : tensors.tensors()) {
       if (names.count(t.name + ".absmax") == 0 || names.count(t.name + ".quant_map") == 0) continue;
       if (plan_of.count(t.name) != 0) continue;  // a 4-bit or int8 layer's W
       plan_for(t.name).blockwise8 = true;
@@ -522,7 +705,6 @@ BnbResult ReadBnb(qd::ByteView file, const std::string& file_name) {
             [](const auto& a, const auto& b) { return a.first < b.first; });
 
   Checker checker(&result, file_name);
-  std::vector<bool> member(tensors.size(), false);
   for (const auto& [w, plan] : plans) {
     BnbLayer layer;
     layer.name = w;
@@ -542,36 +724,32 @@ BnbResult ReadBnb(qd::ByteView file, const std::string& file_name) {
       result.layers.clear();
       return result;
     }
+    result.layers.push_back(std::move(layer));
+  }
+  // Members: every table tensor a layer uses (value tensors are never output).
+  std::vector<bool> member(tensors.size(), false);
+  for (const BnbLayer& layer : result.layers) {
     for (std::size_t i : {layer.weight, layer.state, layer.absmax, layer.quant_map,
                           layer.nested_absmax, layer.nested_quant_map, layer.scale,
                           layer.weight_format}) {
       if (i != kBnbNoTensor) member[i] = true;
     }
-    result.layers.push_back(std::move(layer));
   }
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    if (!member[i] && IsFloatDtype(tensors[i].dtype)) result.plain_float_tensors.push_back(i);
+    if (!member[i] && tensors[i].listed && IsFloatDtype(tensors[i].dtype)) {
+      result.plain_float_tensors.push_back(i);
+    }
   }
   std::sort(result.plain_float_tensors.begin(), result.plain_float_tensors.end(),
             [&](std::size_t a, std::size_t b) { return tensors[a].name < tensors[b].name; });
   return result;
 }
 
-qd::Outcome StreamBnbFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink,
-                          Kernel kernel) {
-  BnbResult r = ReadBnb(file, file_name);
-  qd::Outcome outcome;
-  outcome.refused = r.refused;
-  outcome.findings = std::move(r.findings);
-  if (r.refused) return outcome;
-  const Container& c = r.container;
-  if (!r.is_bnb) {
-    StreamFloatTensors(c, sink);
-    return outcome;
-  }
+bool StreamBnbLayers(const BnbResult& r, DecodeSink& sink, Kernel kernel) {
+  const TensorTable& c = r.table;
   auto floats = [&](std::size_t i) {
-    std::vector<float> v(c.tensors[i].element_count);
-    if (!v.empty()) std::memcpy(v.data(), c.Data(c.tensors[i]), v.size() * 4);
+    std::vector<float> v(c[i].element_count);
+    if (!v.empty()) std::memcpy(v.data(), c.Data(i), v.size() * 4);
     return v;
   };
   // The per-block scales of a flat or nested layer.
@@ -580,13 +758,13 @@ qd::Outcome StreamBnbFile(qd::ByteView file, const std::string& file_name, Decod
     std::vector<float> eff(nblocks);
     const std::vector<float> map = floats(layer.nested_quant_map);
     const std::vector<float> nested = floats(layer.nested_absmax);
-    BnbNestedAbsmax(c.Data(c.tensors[layer.absmax]), nblocks, map.data(), nested.data(),
+    BnbNestedAbsmax(c.Data(layer.absmax), nblocks, map.data(), nested.data(),
                     layer.nested_blocksize, layer.nested_offset, eff.data());
     return eff;
   };
   auto decode_layer = [&](const BnbLayer& layer) {
     qd::DecodedTensor t{layer.name, layer.shape, std::vector<float>(layer.n)};
-    const std::uint8_t* data = c.Data(c.tensors[layer.weight]);
+    const std::uint8_t* data = c.Data(layer.weight);
     switch (layer.kind) {
       case BnbLayerKind::k4bit: {
         const std::vector<float> scales = block_scales(layer, CeilDiv(layer.n, layer.blocksize));
@@ -630,24 +808,37 @@ qd::Outcome StreamBnbFile(qd::ByteView file, const std::string& file_name, Decod
   };
   std::vector<Item> items;
   for (const BnbLayer& layer : r.layers) items.push_back({&layer.name, &layer.shape, &layer});
-  for (std::size_t i : r.plain_float_tensors) {
-    items.push_back({&c.tensors[i].name, &c.tensors[i].shape, nullptr, i});
-  }
+  for (std::size_t i : r.plain_float_tensors) items.push_back({&c[i].name, &c[i].shape, nullptr, i});
   std::sort(items.begin(), items.end(),
             [](const Item& a, const Item& b) { return *a.name < *b.name; });
   std::vector<TensorInfo> plan;
   for (const Item& item : items) plan.push_back({*item.name, *item.shape});
-  if (!sink.Plan(plan)) return outcome;
+  if (!sink.Plan(plan)) return false;
   for (const Item& item : items) {
     qd::DecodedTensor t;
     if (item.layer != nullptr) {
       t = decode_layer(*item.layer);
     } else {
-      const TensorEntry& e = c.tensors[item.plain];
-      t = qd::DecodedTensor{e.name, e.shape, std::vector<float>(e.element_count)};
-      DecodeFloatTensor(c, e, t.values.data());
+      t = qd::DecodedTensor{c[item.plain].name, c[item.plain].shape,
+                            std::vector<float>(c[item.plain].element_count)};
+      c.DecodeFloat(item.plain, t.values.data());
     }
-    if (!sink.Take(std::move(t))) break;
+    if (!sink.Take(std::move(t))) return false;
+  }
+  return true;
+}
+
+qd::Outcome StreamBnbFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink,
+                          Kernel kernel) {
+  BnbResult r = ReadBnb(file, file_name);
+  qd::Outcome outcome;
+  outcome.refused = r.refused;
+  outcome.findings = std::move(r.findings);
+  if (r.refused) return outcome;
+  if (r.is_bnb) {
+    StreamBnbLayers(r, sink, kernel);
+  } else {
+    StreamFloatTensors(*r.table.container(), sink);
   }
   return outcome;
 }
@@ -664,7 +855,7 @@ qd::Outcome DecodeBnbFile(qd::ByteView file, const std::string& file_name, Kerne
 bool BnbUsesFp4Code8(const BnbResult& result) {
   for (const BnbLayer& layer : result.layers) {
     if (layer.kind != BnbLayerKind::k4bit || layer.quant_type != Bnb4bitType::kFp4) continue;
-    const std::uint8_t* packed = result.container.Data(result.container.tensors[layer.weight]);
+    const std::uint8_t* packed = result.table.Data(layer.weight);
     for (std::uint64_t i = 0; i < layer.n; ++i) {
       const int code = i % 2 == 0 ? packed[i / 2] >> 4 : packed[i / 2] & 0x0f;
       if (code == 8) return true;

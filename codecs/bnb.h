@@ -24,11 +24,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codecs/decode_sink.h"
 #include "codecs/kernels.h"
-#include "codecs/safetensors.h"
+#include "codecs/tensor_table.h"
 #include "quantdiff/plain_data.h"
 
 namespace qd::codec {
@@ -47,13 +48,13 @@ inline constexpr std::uint32_t kBnbInt8ScaleBits = 0x3c010204u;
 
 inline constexpr std::size_t kBnbNoTensor = static_cast<std::size_t>(-1);
 
-// One layer of an accepted file; tensor fields index BnbResult::container.tensors
-// (kBnbNoTensor when absent), so a copied result stays valid.
+// One layer of an accepted file; tensor fields index BnbResult::table
+// (kBnbNoTensor when absent), so a moved result stays valid.
 struct BnbLayer {
   BnbLayerKind kind = BnbLayerKind::k4bit;
   std::string name;  // W, the decoded tensor's name
   std::size_t weight = kBnbNoTensor;
-  std::size_t state = kBnbNoTensor;  // 4-bit quant_state tensor
+  std::size_t state = kBnbNoTensor;  // 4-bit quant_state tensor (none for a list state)
   std::size_t absmax = kBnbNoTensor;
   std::size_t quant_map = kBnbNoTensor;
   std::size_t nested_absmax = kBnbNoTensor;
@@ -75,16 +76,35 @@ struct BnbLayer {
 
 struct BnbResult {
   bool refused = false;
-  bool is_bnb = false;  // false: no layer; the safetensors reading stands
+  bool is_bnb = false;  // false: no layer; the container's own reading stands
   std::vector<qd::Finding> findings;
-  Container container;
+  // The tensors the layers index; a list layer's pieces are appended to it
+  // as unlisted value tensors named W.quant_state[...] (docs/pt.md 7.3).
+  TensorTable table;
   std::vector<BnbLayer> layers;  // in byte order of W
-  // Floating tensors (F32, F16, BF16, F64) that belong to no layer, by name.
+  // Floating tensors (F32, F16, BF16, F64) of the table that belong to no layer, by name.
   std::vector<std::size_t> plain_float_tensors;
+
+  // A result refused by its container, before any layer was read.
+  static BnbResult Refusal(std::vector<qd::Finding> findings) {
+    BnbResult r;
+    r.refused = true;
+    r.findings = std::move(findings);
+    return r;
+  }
 };
 
 // Container rules, then the bnb rules in docs/bnb.md's order.
 BnbResult ReadBnb(qd::ByteView file, const std::string& file_name);
+// The bnb rules on an accepted container's tensor table: a safetensors
+// container, or a .pt file's table with its QuantState list layers
+// (docs/pt.md 6.4, 7). The container's findings (warnings) come first.
+BnbResult ReadBnbTable(TensorTable table, const std::string& file_name,
+                       std::vector<qd::Finding> container_findings = {});
+// Announces and passes an accepted bnb result's tensors (is_bnb): every
+// layer's W and every floating tensor of no layer, sorted by name bytes.
+// False when the sink stopped early.
+bool StreamBnbLayers(const BnbResult& result, DecodeSink& sink, Kernel kernel = BestKernel());
 
 // Findings, and for an accepted bnb file every layer's W plus every floating
 // tensor of no layer, sorted by name bytes. A file without a bnb layer decodes

@@ -1,6 +1,8 @@
 // pt.cc: the torch.save zip reader (docs/pt.md). See pt.h.
 #include "codecs/pt.h"
 
+#include "codecs/bnb.h"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -1364,14 +1366,25 @@ bool ClaimsPt(qd::ByteView file) {
   return n >= 262 && std::memcmp(d + 257, "ustar", 5) == 0;
 }
 
+BnbResult ReadPtLayers(qd::ByteView file, const std::string& file_name) {
+  PtResult pickle = ReadPt(file, file_name);
+  if (pickle.refused) return BnbResult::Refusal(std::move(pickle.findings));
+  std::vector<qd::Finding> warnings = std::move(pickle.findings);
+  return ReadBnbTable(TensorTable::FromPt(std::move(pickle)), file_name, std::move(warnings));
+}
+
 qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink) {
-  PtResult r = ReadPt(file, file_name);
+  BnbResult r = ReadPtLayers(file, file_name);
   qd::Outcome outcome;
   outcome.refused = r.refused;
   outcome.findings = std::move(r.findings);
   if (r.refused) return outcome;
+  if (r.is_bnb) {
+    StreamBnbLayers(r, sink);
+    return outcome;
+  }
   std::vector<const PtTensor*> order;
-  for (const PtTensor& t : r.tensors) {
+  for (const PtTensor& t : r.table.pickle()->tensors) {
     if (IsFloatDtype(t.dtype)) order.push_back(&t);
   }
   std::sort(order.begin(), order.end(), [](const PtTensor* a, const PtTensor* b) {

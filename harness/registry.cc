@@ -64,13 +64,21 @@ qd::Outcome CheckBnb(qd::ByteView file, const std::string& name, const SideFiles
   return qd::Outcome{r.refused, std::move(r.findings), {}};
 }
 
-std::vector<VariantFlag> BnbVariants(qd::ByteView file) {
-  const codec::BnbResult r = codec::ReadBnb(file, "");
+// docs/bnb.md "FP4 code 8", for bnb layers in either container.
+std::vector<VariantFlag> Fp4Code8Variants(const codec::BnbResult& r) {
   if (r.refused || !codec::BnbUsesFp4Code8(r)) return {};
   return {{"fp4-code8-negzero",
            "FP4 code 8 decodes to +0.0 in bitsandbytes' Python table (what quantdiff and this "
            "vector follow) and to -0.0 in its CUDA and C++ CPU decoders; a reader giving -0.0 "
            "there follows that upstream path (docs/bnb.md, FP4 code 8)."}};
+}
+
+std::vector<VariantFlag> BnbVariants(qd::ByteView file) {
+  return Fp4Code8Variants(codec::ReadBnb(file, ""));
+}
+
+std::vector<VariantFlag> PtVariants(qd::ByteView file) {
+  return Fp4Code8Variants(codec::ReadPtLayers(file, ""));
 }
 
 // The oracles of formats that need no side files, under the registry's
@@ -115,7 +123,7 @@ qd::Outcome StreamPt(qd::ByteView file, const std::string& name, const SideFiles
 }
 
 qd::Outcome CheckPt(qd::ByteView file, const std::string& name, const SideFiles&) {
-  codec::PtResult r = codec::ReadPt(file, name);
+  codec::BnbResult r = codec::ReadPtLayers(file, name);
   return qd::Outcome{r.refused, std::move(r.findings), {}};
 }
 
@@ -153,7 +161,7 @@ const std::vector<FormatEntry>& Formats() {
       // header): after the safetensors formats, whose claims need a header.
       {"pt", {"PT-"}, "torch .pt/.bin (torch.save zip, allow-listed pickle subset), docs/pt.md",
        &CodecPt, &StreamPt, &CheckPt, &OraclePt, &ClaimsPt, &gen::PtValid, &gen::PtViolableRules,
-       &gen::PtViolation, nullptr, ".pt"},
+       &gen::PtViolation, &PtVariants, ".pt"},
       {"safetensors", {"ST-"}, "safetensors container", &CodecSafetensors, &StreamSafetensors, &CheckSafetensors,
        &OracleSafetensors, &ClaimsAny, &gen::SafetensorsValid,
        &gen::SafetensorsViolableRules, &gen::SafetensorsViolation},

@@ -1,0 +1,76 @@
+// tensor_table.cc: docs/pt.md section 6.4 over both containers.
+#include "codecs/tensor_table.h"
+
+#include <utility>
+
+namespace qd::codec {
+
+TensorTable TensorTable::FromContainer(Container container) {
+  TensorTable table;
+  table.container_ = std::move(container);
+  const Container& c = table.container_;
+  table.header_offset_ = 8;
+  for (const TensorEntry& e : c.tensors) {
+    table.tensors_.push_back({e.name, e.dtype, e.shape, e.element_count, e.end - e.begin,
+                              c.data_start + e.begin, c.data_start + e.end, true});
+    table.sources_.push_back({c.Data(e), static_cast<std::int64_t>(c.data_start + e.begin), nullptr});
+  }
+  table.materialised_.resize(table.tensors_.size());
+  return table;
+}
+
+TensorTable TensorTable::FromPt(PtResult pickle) {
+  TensorTable table;
+  table.pickle_ = std::make_shared<const PtResult>(std::move(pickle));
+  table.header_offset_ = static_cast<std::int64_t>(table.pickle_->pickle_begin);
+  for (const PtTensor& t : table.pickle_->tensors) table.AddPt(t, t.name, true);
+  return table;
+}
+
+std::size_t TensorTable::AddValueTensor(std::uint32_t all_tensors_index, std::string name) {
+  AddPt(pickle_->all_tensors[all_tensors_index], std::move(name), false);
+  return tensors_.size() - 1;
+}
+
+void TensorTable::AddPt(const PtTensor& t, std::string name, bool listed) {
+  tensors_.push_back({std::move(name), t.dtype, t.shape, t.numel, t.numel * PtItemSize(t.dtype),
+                      t.begin, t.end, listed});
+  Source s;
+  s.view = &t;
+  // A contiguous little-endian view is its bytes in place (docs/pt.md 5.3).
+  if (!t.big_endian && PtIsContiguous(t)) {
+    s.in_place = t.storage + t.storage_offset * PtItemSize(t.dtype);
+    s.offset = static_cast<std::int64_t>(t.begin);
+  }
+  sources_.push_back(s);
+  materialised_.emplace_back();
+}
+
+const std::uint8_t* TensorTable::Data(std::size_t i) const {
+  const Source& s = sources_[i];
+  if (s.in_place != nullptr) return s.in_place;
+  if (!materialised_[i]) {
+    materialised_[i] = std::make_unique<std::vector<std::uint8_t>>(PtTensorBytes(*s.view));
+  }
+  return materialised_[i]->data();
+}
+
+std::int64_t TensorTable::ByteOffset(std::size_t i, std::uint64_t k) const {
+  const Source& s = sources_[i];
+  if (s.in_place != nullptr || s.view == nullptr) return s.offset + static_cast<std::int64_t>(k);
+  const std::uint64_t isz = PtItemSize(s.view->dtype);
+  if (tensors_[i].element_count == 0) return static_cast<std::int64_t>(s.view->begin);
+  return static_cast<std::int64_t>(PtElementOffset(*s.view, k / isz) + k % isz);
+}
+
+const std::string* TensorTable::Metadata(std::string_view key) const {
+  return pickle_ ? nullptr : container_.Metadata(key);
+}
+
+bool TensorTable::DecodeFloat(std::size_t i, float* out) const {
+  const Source& s = sources_[i];
+  if (s.view != nullptr) return DecodePtTensor(*s.view, out);
+  return DecodeFloatTensor(container_, container_.tensors[i], out);
+}
+
+}  // namespace qd::codec

@@ -1,0 +1,93 @@
+// tensor_table.h: the tensors a format reader sees, whatever container they
+// came in (docs/pt.md section 6.4): a safetensors container, or the tensor
+// table of a torch .pt file (plus, for the bitsandbytes list layout, tensors
+// that sit inside a value of its value table).
+//
+// A format reader asks for a tensor's C-order little-endian bytes, the file
+// offset of byte k of them (for findings), and orders tensors by (begin,
+// end, name). safetensors tensors and contiguous little-endian .pt tensors
+// are read in place; a .pt view or a big-endian file is materialised on
+// first use, once.
+//
+//   qd::codec::TensorTable table = qd::codec::TensorTable::FromContainer(c);
+//   for (std::size_t i = 0; i < table.size(); ++i) Use(table[i].name, table.Data(i));
+#ifndef QUANTDIFF_CODECS_TENSOR_TABLE_H_
+#define QUANTDIFF_CODECS_TENSOR_TABLE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codecs/pt.h"
+#include "codecs/safetensors.h"
+
+namespace qd::codec {
+
+struct TableTensor {
+  std::string name;
+  Dtype dtype = Dtype::kU8;
+  std::vector<std::uint64_t> shape;
+  std::uint64_t element_count = 1;
+  std::uint64_t byte_length = 0;  // the bytes Data() holds
+  // Ordering keys, absolute file offsets: safetensors 8 + N + begin / end;
+  // .pt ds + storage_offset * isz and begin + numel * isz (docs/pt.md 6.4).
+  std::uint64_t begin = 0, end = 0;
+  // False for a tensor reached through a value (docs/pt.md 7): findable by
+  // index only, never by name, never decoded on its own.
+  bool listed = true;
+};
+
+class TensorTable {
+ public:
+  static TensorTable FromContainer(Container container);
+  // An accepted .pt reading (not refused); tensors in the table's flattening order.
+  static TensorTable FromPt(PtResult pickle);
+
+  std::size_t size() const { return tensors_.size(); }
+  const TableTensor& operator[](std::size_t i) const { return tensors_[i]; }
+  const std::vector<TableTensor>& tensors() const { return tensors_; }
+
+  // The C-order little-endian bytes of tensor i (byte_length of them).
+  const std::uint8_t* Data(std::size_t i) const;
+  // File offset of byte k of Data(i) (docs/pt.md 6.4: a view maps element
+  // k / isz through its strides).
+  std::int64_t ByteOffset(std::size_t i, std::uint64_t k = 0) const;
+  // Where findings about header-level facts point: 8 for safetensors, ds of
+  // data.pkl for .pt.
+  std::int64_t header_offset() const { return header_offset_; }
+  // A safetensors __metadata__ value; a .pt file has none.
+  const std::string* Metadata(std::string_view key) const;
+  // F32 / F16 / BF16 / F64 tensor i to binary32 (F64 rounded to nearest
+  // even); false for other dtypes.
+  bool DecodeFloat(std::size_t i, float* out) const;
+
+  // The .pt reading behind the table (its value table and nodes), or null.
+  const PtResult* pickle() const { return pickle_.get(); }
+  // The safetensors container behind the table, or null.
+  const Container* container() const { return pickle_ ? nullptr : &container_; }
+  // Appends a tensor of the .pt value model (PtResult::all_tensors) under a
+  // name used in findings only (listed = false); returns its index.
+  std::size_t AddValueTensor(std::uint32_t all_tensors_index, std::string name);
+
+ private:
+  struct Source {
+    const std::uint8_t* in_place = nullptr;  // null: materialise from the pt view
+    std::int64_t offset = 0;                 // in place: offset of byte 0
+    const PtTensor* view = nullptr;          // .pt tensors
+  };
+  void AddPt(const PtTensor& t, std::string name, bool listed);
+
+  std::vector<TableTensor> tensors_;
+  std::vector<Source> sources_;
+  mutable std::vector<std::unique_ptr<std::vector<std::uint8_t>>> materialised_;
+  std::int64_t header_offset_ = 8;
+  Container container_;                  // safetensors
+  std::shared_ptr<const PtResult> pickle_;  // .pt (shared: tables copy cheaply)
+};
+
+}  // namespace qd::codec
+
+#endif  // QUANTDIFF_CODECS_TENSOR_TABLE_H_
