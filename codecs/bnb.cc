@@ -361,15 +361,20 @@ bool Checker::ReadListState(const StateTensor& state, const std::string& w, Stat
   const PtNode& offset = item(nested, 0);
   float value = 0.0f;
   bool offset_ok = false;
+  std::int64_t value_at = Header();  // a non-finite tensor value: that value's offset (7.4)
   if (offset.kind == PtKind::kFloat) {
     value = static_cast<float>(offset.real);
     offset_ok = true;
   } else if (offset.kind == PtKind::kTensor) {
     const PtTensor& t = p.all_tensors[offset.tensor];
     offset_ok = IsFloatDtype(t.dtype) && t.numel == 1 && DecodePtTensor(t, &value);
+    if (offset_ok) value_at = static_cast<std::int64_t>(PtElementOffset(t, 0));
   }
-  if (!offset_ok || (std::bit_cast<std::uint32_t>(value) & 0x7f800000u) == 0x7f800000u) {
-    return refuse("nested_offset", "the nested offset is not a finite float or one-value float tensor");
+  if (!offset_ok) {
+    return refuse("nested_offset", "the nested offset is neither a float nor a one-value float tensor");
+  }
+  if ((std::bit_cast<std::uint32_t>(value) & 0x7f800000u) == 0x7f800000u) {
+    return Error("BNB-101", name, "nested_offset", value_at, "the nested offset is not finite as binary32");
   }
   keys->nested_offset = value;
   // c. state2: quantize_blockwise's 7-item list, or the docstring's 6 items.

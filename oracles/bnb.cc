@@ -6,14 +6,20 @@
 //   1. binary32 helpers and the tables (TABLES.json, as bit patterns)
 //   2. rounding to the restored dtype (float16, bfloat16: RNE)
 //   3. findings
-//   4. finding the layers (docs/bnb.md "Layers")
+//   4. finding the layers (docs/bnb.md "Layers", docs/pt.md 7.2)
 //   5. the quant_state JSON (BNB-101)
-//   6. the 4-bit layer checks, steps 1..14
+//   6. the 4-bit layer checks, steps 1..14; 6a the list layout's state
+//      (docs/pt.md 7.3, 7.4 step 2) mapped onto the same QuantState
 //   7. the 8-bit blockwise layer checks, steps 1..9
 //   8. the int8 row-scaled layer checks, steps 1..3
 //   9. decoding (docs/bnb.md "Decoding")
-//  10. ReadBnbFile
+//  10. the tables (safetensors container, .pt tensor and value tables) and
+//      the readers: ReadBnbTable, ReadBnbFile
 //  11. the reference quantizer (default backend quantize_4bit)
+//
+// Every check runs over BnbTable / BnbTensor (bnb.h), never over a
+// container directly, so a .pt file's table (docs/pt.md 6.4) meets exactly
+// the checks a safetensors file meets.
 #include "oracles/bnb.h"
 #include "oracles/bytes.h"
 #include "oracles/finding.h"
@@ -22,6 +28,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <string_view>
 #include <utility>
@@ -33,7 +40,9 @@ namespace qd::oracle {
 namespace {
 
 constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
-constexpr std::int64_t kHeaderOffset = 8;  // byte_offset of header-level findings
+// byte_offset of header-level findings in a safetensors file (a .pt file
+// uses ds of data.pkl instead, docs/pt.md 6.4: BnbTable::header_offset).
+constexpr std::int64_t kSafetensorsHeaderOffset = 8;
 
 // ---------------------------------------------------------------------------
 // Section 1: binary32 helpers and the tables.
@@ -190,19 +199,22 @@ class Reporter {
 // ---------------------------------------------------------------------------
 // Section 4: the layers.
 
-// One tensor whose name makes a weight W a layer.
+// One state that makes a weight W a layer: a tensor of the table, or
+// (docs/pt.md 7.2) a list value of a .pt file.
 enum class StateForm : std::uint8_t {
   kHf4,       // W.quant_state.bitsandbytes__T
   kGptq4,     // M.weight_quant_state, W = M.weight
   kInt8Hf,    // M.SCB, W = M.weight
   kInt8Gptq,  // M.weight_scb, W = M.weight
+  kList,      // the value W.quant_state, a list or tuple (docs/pt.md 7.2)
 };
 
 struct StateClaim {
-  std::string tensor;  // the state tensor's name
+  std::string tensor;  // the state tensor's name (kList: the value's name, W.quant_state)
   StateForm form = StateForm::kHf4;
-  std::string prefix;  // HF 4-bit: W; the other forms: M (with its dot, maybe empty)
+  std::string prefix;  // HF 4-bit and kList: W; the other forms: M (with its dot, maybe empty)
   std::string suffix;  // HF 4-bit: T
+  std::uint32_t node = 0;  // kList: the list in BnbTable::values
 };
 
 enum class LayerKind : std::uint8_t { kFourBit, kBlockwise8, kInt8 };
@@ -211,7 +223,8 @@ struct Layer {
   LayerKind kind = LayerKind::kFourBit;
   std::string w;
   std::vector<StateClaim> claims;  // 4-bit and int8; several make the layer ambiguous
-  // Sibling names, whether the tensors exist or not.
+  // Sibling names in the table, whether the tensors exist or not (empty for
+  // a list layer, whose pieces are items of the list).
   std::string absmax;
   std::string quant_map;
   std::string nested_absmax;
@@ -222,6 +235,7 @@ struct Layer {
 
 constexpr std::string_view kHfMarker = ".quant_state.bitsandbytes__";
 constexpr std::string_view kBlockwise8Key = "bnb_blockwise8_quant_state";
+constexpr std::string_view kListSuffix = ".quant_state";
 
 // name is `suffix` itself or ends with "." + suffix; *prefix is the part
 // before suffix (empty, or ending in the dot).
@@ -234,7 +248,10 @@ bool MatchesSuffix(const std::string& name, std::string_view suffix, std::string
   return true;
 }
 
-bool IsFourBitForm(StateForm form) { return form == StateForm::kHf4 || form == StateForm::kGptq4; }
+// The list counts as a 4-bit state (docs/pt.md 7.2).
+bool IsFourBitForm(StateForm form) {
+  return form == StateForm::kHf4 || form == StateForm::kGptq4 || form == StateForm::kList;
+}
 
 // Fills the sibling names of a 4-bit or int8 layer from its first claim.
 void NameSiblings(Layer* layer) {
@@ -259,29 +276,34 @@ void NameSiblings(Layer* layer) {
     case StateForm::kInt8Gptq:
       layer->scale = claim.tensor;
       break;
+    case StateForm::kList:
+      // docs/pt.md 7.3: the pieces are the list's items; table tensors named
+      // W.absmax, W.nested_absmax etc. are not consulted.
+      break;
   }
 }
 
-// The container's tensors by name.
-using TensorIndex = std::map<std::string, const ContainerTensor*>;
+// The table's tensors by name.
+using TensorIndex = std::map<std::string, const BnbTensor*>;
 
-const ContainerTensor* Find(const TensorIndex& index, const std::string& name) {
+const BnbTensor* Find(const TensorIndex& index, const std::string& name) {
   const auto it = index.find(name);
   return it == index.end() ? nullptr : it->second;
 }
 
-const std::string* FindMetadata(const Container& container, std::string_view key) {
-  for (const auto& [name, value] : container.metadata) {
+const std::string* FindMetadata(const BnbTable& table, std::string_view key) {
+  for (const auto& [name, value] : table.metadata) {
     if (name == key) return &value;
   }
   return nullptr;
 }
 
-// docs/bnb.md "Layers": 4-bit layers (HF, GPT-QModel), int8 row-scaled
-// layers (HF, GPT-QModel), then 8-bit blockwise layers; sorted by W.
-std::vector<Layer> FindLayers(const Container& container, const TensorIndex& index) {
+// docs/bnb.md "Layers": 4-bit layers (HF, GPT-QModel, and docs/pt.md 7.2's
+// list states), int8 row-scaled layers (HF, GPT-QModel), then 8-bit
+// blockwise layers; sorted by W.
+std::vector<Layer> FindLayers(const BnbTable& table, const TensorIndex& index) {
   std::map<std::string, std::vector<StateClaim>> claims_by_w;
-  for (const ContainerTensor& tensor : container.tensors) {
+  for (const BnbTensor& tensor : table.tensors) {
     const std::string& name = tensor.name;
     std::string prefix;
     const std::size_t marker = name.find(kHfMarker);
@@ -294,14 +316,23 @@ std::vector<Layer> FindLayers(const Container& container, const TensorIndex& ind
       claims_by_w[claim.prefix].push_back(claim);
     }
     if (MatchesSuffix(name, "weight_quant_state", &prefix)) {
-      claims_by_w[prefix + "weight"].push_back({name, StateForm::kGptq4, prefix, ""});
+      claims_by_w[prefix + "weight"].push_back({name, StateForm::kGptq4, prefix, "", 0});
     }
     if (MatchesSuffix(name, "SCB", &prefix)) {
-      claims_by_w[prefix + "weight"].push_back({name, StateForm::kInt8Hf, prefix, ""});
+      claims_by_w[prefix + "weight"].push_back({name, StateForm::kInt8Hf, prefix, "", 0});
     }
     if (MatchesSuffix(name, "weight_scb", &prefix)) {
-      claims_by_w[prefix + "weight"].push_back({name, StateForm::kInt8Gptq, prefix, ""});
+      claims_by_w[prefix + "weight"].push_back({name, StateForm::kInt8Gptq, prefix, "", 0});
     }
+  }
+  // docs/pt.md 7.2: the list is one more state of W beside the tensors.
+  for (const BnbListState& list : table.lists) {
+    StateClaim claim;
+    claim.tensor = list.w + std::string(kListSuffix);
+    claim.form = StateForm::kList;
+    claim.prefix = list.w;
+    claim.node = list.node;
+    claims_by_w[list.w].push_back(claim);
   }
 
   std::vector<Layer> layers;
@@ -318,8 +349,8 @@ std::vector<Layer> FindLayers(const Container& container, const TensorIndex& ind
     layers.push_back(layer);
   }
 
-  if (FindMetadata(container, kBlockwise8Key) != nullptr) {
-    for (const ContainerTensor& tensor : container.tensors) {
+  if (FindMetadata(table, kBlockwise8Key) != nullptr) {
+    for (const BnbTensor& tensor : table.tensors) {
       const std::string& w = tensor.name;
       if (claims_by_w.count(w) != 0) continue;  // a 4-bit or int8 layer's W
       if (Find(index, w + ".absmax") == nullptr || Find(index, w + ".quant_map") == nullptr)
@@ -338,10 +369,13 @@ std::vector<Layer> FindLayers(const Container& container, const TensorIndex& ind
   return layers;
 }
 
-// The names of the tensors a layer consists of (existing or not).
+// The names of the table tensors a layer consists of (existing or not). A
+// list layer's only table tensor is W (docs/pt.md 7.3).
 void AddMembers(const Layer& layer, std::set<std::string>* members) {
   members->insert(layer.w);
-  for (const StateClaim& claim : layer.claims) members->insert(claim.tensor);
+  for (const StateClaim& claim : layer.claims) {
+    if (claim.form != StateForm::kList) members->insert(claim.tensor);
+  }
   for (const std::string* name : {&layer.absmax, &layer.quant_map, &layer.nested_absmax,
                                   &layer.nested_quant_map, &layer.scale, &layer.weight_format}) {
     if (!name->empty()) members->insert(*name);
@@ -470,33 +504,42 @@ bool ParseQuantState(const std::uint8_t* bytes, std::size_t size, bool four_bit,
 }
 
 // ---------------------------------------------------------------------------
-// Shared by the checks: the file, its container and its tensors.
+// Shared by the checks: the table and its tensors.
 
 struct Context {
-  qd::ByteView file;
-  const Container* container = nullptr;
+  const BnbTable* table = nullptr;
   const TensorIndex* index = nullptr;
+  // byte_offset of header-level findings: 8 (safetensors) or ds of data.pkl (.pt).
+  std::int64_t header = 8;
 
-  const ContainerTensor* Tensor(const std::string& name) const { return Find(*index, name); }
-  const std::uint8_t* Data(const ContainerTensor& tensor) const {
-    return file.data + container->data_start + tensor.begin;
-  }
-  // 8 + N + begin + k.
-  std::int64_t Offset(const ContainerTensor& tensor, std::uint64_t k) const {
-    return static_cast<std::int64_t>(container->data_start + tensor.begin + k);
+  const BnbTensor* Tensor(const std::string& name) const { return Find(*index, name); }
+  // The C-order bytes; called only once dtype and element count are checked.
+  const std::uint8_t* Data(const BnbTensor& tensor) const { return tensor.bytes(); }
+  // The finding offset of byte k of the tensor's bytes.
+  std::int64_t Offset(const BnbTensor& tensor, std::uint64_t k) const {
+    return tensor.byte_offset(k);
   }
 };
 
-// What an accepted layer needs for decoding.
+// What the checks resolved and an accepted layer needs for decoding. The
+// tensor pointers point into the table, or (list layout) into pieces.
 struct LayerPlan {
   const Layer* layer = nullptr;
   QuantState state;
   RestoredDtype dtype = RestoredDtype::kFloat32;
   bool nested = false;
   std::uint64_t n = 0;
+  const BnbTensor* w = nullptr;
+  const BnbTensor* absmax = nullptr;
+  const BnbTensor* quant_map = nullptr;  // optional for 4-bit layers
+  const BnbTensor* nested_absmax = nullptr;
+  const BnbTensor* nested_quant_map = nullptr;
+  const BnbTensor* scale = nullptr;  // int8
+  // The tensors inside a list state (docs/pt.md 7.3), owned here.
+  std::vector<std::unique_ptr<BnbTensor>> pieces;
 };
 
-bool IsF32(const ContainerTensor& tensor) { return tensor.dtype == "F32"; }
+bool IsF32(const BnbTensor& tensor) { return tensor.dtype == "F32"; }
 
 std::string ShapeText(const std::vector<std::uint64_t>& shape) {
   std::string text = "[";
@@ -507,58 +550,71 @@ std::string ShapeText(const std::vector<std::uint64_t>& shape) {
   return text + "]";
 }
 
+// Product of the dimensions; false when it overflows 64 bits.
+bool ElementCount(const std::vector<std::uint64_t>& shape, std::uint64_t* n) {
+  *n = 1;
+  for (const std::uint64_t dimension : shape) {
+    if (dimension != 0 && *n > kU64Max / dimension) return false;
+    *n *= dimension;
+  }
+  return true;
+}
+
 // BNB-004 (JSON part, 4-bit step 7 / 8-bit step 4): a nested layer has
 // nested_offset, a nested_blocksize that is a power of two 32..4096,
-// nested_dtype float32 and both nested tensors. json_tensor and json_offset
-// locate the JSON text.
-bool CheckNestedPieces(const Context& ctx, const Layer& layer, const QuantState& state,
-                       const std::string& json_tensor, std::int64_t json_offset, Reporter& report) {
+// nested_dtype float32 and both nested tensors. state_tensor and
+// state_offset locate the state (the JSON text, or the list of docs/pt.md
+// 7.4, which always has the offset, the dtype and both tensors by step 7).
+bool CheckNestedPieces(const Context& ctx, const Layer& layer, const LayerPlan& plan,
+                       const std::string& state_tensor, std::int64_t state_offset,
+                       Reporter& report) {
+  const QuantState& state = plan.state;
   if (!state.has_nested_offset) {
-    return report.Error("BNB-004", json_tensor, "nested_offset", json_offset,
+    return report.Error("BNB-004", state_tensor, "nested_offset", state_offset,
                         "the nested layer's quant_state has no nested_offset");
   }
   if (!state.has_nested_blocksize) {
-    return report.Error("BNB-004", json_tensor, "nested_blocksize", json_offset,
+    return report.Error("BNB-004", state_tensor, "nested_blocksize", state_offset,
                         "the nested layer's quant_state has no nested_blocksize");
   }
   if (!IsPowerOfTwoInRange(state.nested_blocksize, 32, 4096)) {
-    return report.Error("BNB-004", json_tensor, "nested_blocksize", json_offset,
+    return report.Error("BNB-004", state_tensor, "nested_blocksize", state_offset,
                         "nested_blocksize " + std::to_string(state.nested_blocksize) +
                             " is not a power of two from 32 to 4096");
   }
   if (!state.has_nested_dtype) {
-    return report.Error("BNB-004", json_tensor, "nested_dtype", json_offset,
+    return report.Error("BNB-004", state_tensor, "nested_dtype", state_offset,
                         "the nested layer's quant_state has no nested_dtype");
   }
   if (state.nested_dtype != "float32") {
-    return report.Error("BNB-004", json_tensor, "nested_dtype", json_offset,
+    return report.Error("BNB-004", state_tensor, "nested_dtype", state_offset,
                         "nested_dtype \"" + state.nested_dtype + "\" is not float32");
   }
-  if (ctx.Tensor(layer.nested_absmax) == nullptr) {
-    return report.Error("BNB-004", layer.w, "nested_absmax", kHeaderOffset,
+  if (plan.nested_absmax == nullptr) {
+    return report.Error("BNB-004", layer.w, "nested_absmax", ctx.header,
                         "the nested layer has no tensor " + layer.nested_absmax);
   }
-  if (ctx.Tensor(layer.nested_quant_map) == nullptr) {
-    return report.Error("BNB-004", layer.w, "nested_quant_map", kHeaderOffset,
+  if (plan.nested_quant_map == nullptr) {
+    return report.Error("BNB-004", layer.w, "nested_quant_map", ctx.header,
                         "the nested layer has no tensor " + layer.nested_quant_map);
   }
   return true;
 }
 
 // BNB-004 (tensor part, 4-bit step 11 / 8-bit step 8).
-bool CheckNestedTensors(const Context& ctx, const Layer& layer, std::uint64_t nblocks,
-                        std::uint64_t nested_blocksize, Reporter& report) {
-  const ContainerTensor& nested_absmax = *ctx.Tensor(layer.nested_absmax);
-  const std::uint64_t want = CeilDiv(nblocks, nested_blocksize);
+bool CheckNestedTensors(const Context& ctx, const LayerPlan& plan, std::uint64_t nblocks,
+                        Reporter& report) {
+  const BnbTensor& nested_absmax = *plan.nested_absmax;
+  const std::uint64_t want = CeilDiv(nblocks, plan.state.nested_blocksize);
   if (!IsF32(nested_absmax) || nested_absmax.element_count != want) {
-    return report.Error("BNB-004", nested_absmax.name, "nested_absmax", kHeaderOffset,
+    return report.Error("BNB-004", nested_absmax.name, "nested_absmax", ctx.header,
                         "nested_absmax is " + nested_absmax.dtype + " with " +
                             std::to_string(nested_absmax.element_count) + " elements, F32 with " +
                             std::to_string(want) + " is needed");
   }
-  const ContainerTensor& nested_quant_map = *ctx.Tensor(layer.nested_quant_map);
+  const BnbTensor& nested_quant_map = *plan.nested_quant_map;
   if (!IsF32(nested_quant_map) || nested_quant_map.element_count != 256) {
-    return report.Error("BNB-004", nested_quant_map.name, "nested_quant_map", kHeaderOffset,
+    return report.Error("BNB-004", nested_quant_map.name, "nested_quant_map", ctx.header,
                         "nested_quant_map is " + nested_quant_map.dtype + " with " +
                             std::to_string(nested_quant_map.element_count) +
                             " elements, F32 with 256 is needed");
@@ -568,8 +624,8 @@ bool CheckNestedTensors(const Context& ctx, const Layer& layer, std::uint64_t nb
 
 // BNB-104 over the values of an F32 tensor; block_index chooses whether the
 // index is reported as block or element.
-bool CheckFinite(const Context& ctx, const ContainerTensor& tensor, const char* field,
-                 bool block_index, Reporter& report) {
+bool CheckFinite(const Context& ctx, const BnbTensor& tensor, const char* field, bool block_index,
+                 Reporter& report) {
   const std::uint8_t* data = ctx.Data(tensor);
   for (std::uint64_t k = 0; k < tensor.element_count; ++k) {
     if (IsFinite(LoadF32(data + 4 * k))) continue;
@@ -584,24 +640,27 @@ bool CheckFinite(const Context& ctx, const ContainerTensor& tensor, const char* 
 // BNB-104 over the flat absmax (when not nested), nested_absmax and
 // nested_quant_map, plus the 8-bit quant_map when one is given: the first
 // non-finite value in storage order, i.e. the tensors visited by data
-// offset (docs/bnb.md 4-bit step 13, blockwise step 9).
-bool CheckStatisticsFinite(const Context& ctx, const Layer& layer, bool nested, Reporter& report,
-                           const ContainerTensor* blockwise_quant_map = nullptr) {
+// offset (docs/bnb.md 4-bit step 13, blockwise step 9), ties by end, then
+// name bytes (docs/pt.md 6.4: two views of one storage can start alike).
+bool CheckStatisticsFinite(const Context& ctx, const LayerPlan& plan, Reporter& report,
+                           const BnbTensor* blockwise_quant_map = nullptr) {
   struct Statistic {
-    const ContainerTensor* tensor;
+    const BnbTensor* tensor;
     const char* field;
     bool by_block;  // the index names a block (absmax) or an element (maps)
   };
   std::vector<Statistic> stats;
-  if (!nested) {
-    stats.push_back({ctx.Tensor(layer.absmax), "absmax", true});
+  if (!plan.nested) {
+    stats.push_back({plan.absmax, "absmax", true});
   } else {
-    stats.push_back({ctx.Tensor(layer.nested_absmax), "nested_absmax", true});
-    stats.push_back({ctx.Tensor(layer.nested_quant_map), "nested_quant_map", false});
+    stats.push_back({plan.nested_absmax, "nested_absmax", true});
+    stats.push_back({plan.nested_quant_map, "nested_quant_map", false});
   }
   if (blockwise_quant_map != nullptr) stats.push_back({blockwise_quant_map, "quant_map", false});
   std::sort(stats.begin(), stats.end(), [](const Statistic& a, const Statistic& b) {
-    return a.tensor->begin < b.tensor->begin;
+    if (a.tensor->begin != b.tensor->begin) return a.tensor->begin < b.tensor->begin;
+    if (a.tensor->end != b.tensor->end) return a.tensor->end < b.tensor->end;
+    return a.tensor->name < b.tensor->name;
   });
   for (const Statistic& s : stats) {
     if (!CheckFinite(ctx, *s.tensor, s.field, s.by_block, report)) return false;
@@ -610,120 +669,301 @@ bool CheckStatisticsFinite(const Context& ctx, const Layer& layer, bool nested, 
 }
 
 // ---------------------------------------------------------------------------
-// Section 6: the 4-bit layer, docs/bnb.md "4-bit layer" steps 1..14.
+// Section 6a: the list layout's state (docs/pt.md 7.3 and 7.4 step 2),
+// mapped onto the QuantState the JSON text fills, so that the 4-bit steps
+// 3..14 below run once for both.
+
+// What the list says beyond QuantState, for 7.4 step 7.
+struct ListExtras {
+  bool short_state2 = false;      // the docstring's 6-item state2: it has no code
+  bool nested_of_nested = false;  // nested2 True, or offset2 / state2b not None
+};
+
+bool IsSequence(const PtValueNode& node) {
+  return node.kind == PtValueKind::kTuple || node.kind == PtValueKind::kList;
+}
+
+// docs/pt.md 7.3: "int" is an int value >= 0 (a bool is not an int).
+bool IsListInt(const PtValueNode& node) {
+  return node.kind == PtValueKind::kInt && node.integer >= 0;
+}
+
+// S[1]: a Size, tuple or list of ints.
+bool ListShape(const PtValueGraph& graph, const PtValueNode& node,
+               std::vector<std::uint64_t>* shape) {
+  shape->clear();
+  if (node.kind == PtValueKind::kSize) {
+    for (const std::int64_t value : node.ints) {
+      if (value < 0) return false;
+      shape->push_back(static_cast<std::uint64_t>(value));
+    }
+    return true;
+  }
+  if (!IsSequence(node)) return false;
+  for (const std::uint32_t item : node.items) {
+    if (!IsListInt(graph.nodes[item])) return false;
+    shape->push_back(static_cast<std::uint64_t>(graph.nodes[item].integer));
+  }
+  return true;
+}
+
+// A tensor item of the list as a BnbTensor named for findings (7.3:
+// W.quant_state[i], W.quant_state[4][0], W.quant_state[4][1][j]); the plan
+// owns it.
+const BnbTensor* AddPiece(const Context& ctx, std::uint32_t node, const std::string& name,
+                          LayerPlan* plan) {
+  plan->pieces.push_back(std::make_unique<BnbTensor>(ctx.table->value_tensor(node, name)));
+  return plan->pieces.back().get();
+}
+
+// 7.4 step 2 (BNB-101 a, b, c, the first failure wins); fills plan->state,
+// the pieces and *extras.
+bool ParseListState(const Context& ctx, const StateClaim& claim, LayerPlan* plan,
+                    ListExtras* extras, Reporter& report) {
+  const PtValueGraph& graph = *ctx.table->values;
+  const std::string& list_name = claim.tensor;  // W.quant_state
+  const auto node = [&graph](std::uint32_t index) -> const PtValueNode& {
+    return graph.nodes[index];
+  };
+  const auto fail = [&](const char* field, std::int64_t offset, const std::string& message) {
+    return report.Error("BNB-101", list_name, field, offset, message);
+  };
+  const std::vector<std::uint32_t>& s = node(claim.node).items;
+
+  // a. (field quant_state) the outer list's items.
+  if (s.size() != 6 && s.size() != 7) {
+    return fail("quant_state", ctx.header,
+                "the list state has " + std::to_string(s.size()) + " items, 6 or 7 are needed");
+  }
+  if (node(s[0]).kind != PtValueKind::kTensor) {
+    return fail("quant_state", ctx.header, "item 0 (absmax) of the list state is not a tensor");
+  }
+  std::vector<std::uint64_t> shape;
+  if (!ListShape(graph, node(s[1]), &shape)) {
+    return fail("quant_state", ctx.header,
+                "item 1 (shape) of the list state is not a Size, tuple or list of ints");
+  }
+  if (node(s[2]).kind != PtValueKind::kDtype) {
+    return fail("quant_state", ctx.header, "item 2 (dtype) of the list state is not a dtype");
+  }
+  if (!IsListInt(node(s[3]))) {
+    return fail("quant_state", ctx.header, "item 3 (blocksize) of the list state is not an int");
+  }
+  const PtValueNode& s4 = node(s[4]);
+  const bool nested = s4.kind != PtValueKind::kNone;
+  if (nested && (!IsSequence(s4) || s4.items.size() != 2)) {
+    return fail("quant_state", ctx.header,
+                "item 4 of the list state is neither None nor [offset, state2]");
+  }
+  if (node(s[5]).kind != PtValueKind::kStr) {
+    return fail("quant_state", ctx.header, "item 5 (quant_type) of the list state is not a str");
+  }
+  if (s.size() == 7 && node(s[6]).kind != PtValueKind::kTensor) {
+    return fail("quant_state", ctx.header, "item 6 (quant_map) of the list state is not a tensor");
+  }
+  QuantState& state = plan->state;
+  state.quant_type = node(s[5]).text;
+  state.blocksize = static_cast<std::uint64_t>(node(s[3]).integer);
+  state.dtype = node(s[2]).text;
+  state.has_shape = true;
+  state.shape = shape;
+  plan->absmax = AddPiece(ctx, s[0], list_name + "[0]", plan);
+  if (s.size() == 7) plan->quant_map = AddPiece(ctx, s[6], list_name + "[6]", plan);
+  plan->nested = nested;  // 7.3: nested exactly when S[4] is not None
+  if (!nested) return true;
+
+  // b. (field nested_offset) a floating tensor of one element or a float,
+  // finite in binary32.
+  const std::uint32_t offset_node = s4.items[0];
+  const PtValueNode& offset = node(offset_node);
+  std::uint64_t offset_count = 0;
+  if (offset.kind == PtValueKind::kTensor && IsFloatDtype(offset.dtype) &&
+      ElementCount(offset.shape, &offset_count) && offset_count == 1) {
+    const BnbTensor* piece = AddPiece(ctx, offset_node, list_name + "[4][0]", plan);
+    // Converted to binary32 as docs/pt.md 6.3 does (F64 rounded to even).
+    const float value = FloatElement(piece->dtype, ctx.Data(*piece), 0);
+    if (!IsFinite(value)) {
+      // A value of a piece tensor is at fault: its element offset (7.4).
+      return fail("nested_offset", ctx.Offset(*piece, 0),
+                  "the nested offset W.quant_state[4][0] is not finite in binary32");
+    }
+    state.nested_offset = static_cast<double>(value);  // exact; decoding narrows it back
+  } else if (offset.kind == PtValueKind::kFloat) {
+    // Rounded to binary32 at decoding, as docs/bnb.md's fl32 of the JSON number.
+    if (!IsFinite(static_cast<float>(offset.number))) {
+      return fail("nested_offset", ctx.header,
+                  "the nested offset W.quant_state[4][0] is not finite in binary32");
+    }
+    state.nested_offset = offset.number;
+  } else {
+    return fail("nested_offset", ctx.header,
+                "the nested offset W.quant_state[4][0] is neither a floating tensor of one "
+                "element nor a float");
+  }
+  state.has_nested_offset = true;
+  state.has_nested_key = true;
+
+  // c. (field quant_state) state2: quantize_blockwise's 7 items, or the
+  // docstring's 6 (refused at step 7: it has no code).
+  const PtValueNode& state2 = node(s4.items[1]);
+  if (!IsSequence(state2) || (state2.items.size() != 6 && state2.items.size() != 7)) {
+    return fail("quant_state", ctx.header,
+                "state2 (item 4[1]) of the list state is not a list or tuple of 6 or 7 items");
+  }
+  if (state2.items.size() == 6) {
+    extras->short_state2 = true;
+    return true;
+  }
+  const std::vector<std::uint32_t>& t = state2.items;
+  if (node(t[0]).kind != PtValueKind::kTensor || node(t[1]).kind != PtValueKind::kTensor ||
+      !IsListInt(node(t[2])) || node(t[3]).kind != PtValueKind::kBool ||
+      node(t[4]).kind != PtValueKind::kDtype) {
+    return fail("quant_state", ctx.header,
+                "state2 (item 4[1]) of the list state is not [absmax tensor, code tensor, "
+                "blocksize int, nested bool, dtype, offset, state2]");
+  }
+  state.nested_blocksize = static_cast<std::uint64_t>(node(t[2]).integer);
+  state.has_nested_blocksize = true;
+  state.nested_dtype = node(t[4]).text;
+  state.has_nested_dtype = true;
+  plan->nested_absmax = AddPiece(ctx, t[0], list_name + "[4][1][0]", plan);
+  plan->nested_quant_map = AddPiece(ctx, t[1], list_name + "[4][1][1]", plan);
+  extras->nested_of_nested = node(t[3]).integer != 0 || node(t[5]).kind != PtValueKind::kNone ||
+                             node(t[6]).kind != PtValueKind::kNone;
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Section 6: the 4-bit layer, docs/bnb.md "4-bit layer" steps 1..14 (and
+// docs/pt.md 7.4 for a list state).
 
 bool CheckFourBitLayer(const Context& ctx, const Layer& layer, Reporter& report, LayerPlan* plan) {
-  // Step 1, BNB-105: one state tensor, W and absmax present.
+  // Step 1, BNB-105: one state, W (and, with a state tensor, absmax) present.
   if (layer.claims.size() > 1) {
-    return report.Error("BNB-105", layer.w, "quant_state", kHeaderOffset,
-                        "two state tensors name the weight " + layer.w + ": " +
-                            layer.claims[0].tensor + " and " + layer.claims[1].tensor);
+    return report.Error("BNB-105", layer.w, "quant_state", ctx.header,
+                        "two states name the weight " + layer.w + ": " + layer.claims[0].tensor +
+                            " and " + layer.claims[1].tensor);
   }
   const StateClaim& claim = layer.claims.front();
-  const ContainerTensor* w = ctx.Tensor(layer.w);
-  if (w == nullptr) {
-    return report.Error("BNB-105", layer.w, "quant_state", kHeaderOffset,
-                        "the state tensor " + claim.tensor + " names a weight that is missing");
+  const bool list = claim.form == StateForm::kList;
+  plan->w = ctx.Tensor(layer.w);
+  if (plan->w == nullptr) {
+    return report.Error("BNB-105", layer.w, "quant_state", ctx.header,
+                        (list ? "the list state " : "the state tensor ") + claim.tensor +
+                            " names a weight that is missing");
   }
-  const ContainerTensor* absmax = ctx.Tensor(layer.absmax);
-  if (absmax == nullptr) {
-    return report.Error("BNB-105", layer.w, "quant_state", kHeaderOffset,
-                        "the layer has no absmax tensor " + layer.absmax);
-  }
-
-  // Step 2, BNB-101: a U8 rank-1 tensor of strict JSON with the keys typed.
-  const ContainerTensor& state_tensor = *ctx.Tensor(claim.tensor);
-  if (state_tensor.dtype != "U8" || state_tensor.shape.size() != 1) {
-    return report.Error("BNB-101", state_tensor.name, "quant_state", kHeaderOffset,
-                        "the state tensor is " + state_tensor.dtype + " of rank " +
-                            std::to_string(state_tensor.shape.size()) + ", not U8 of rank 1");
-  }
-  const std::int64_t json_offset = ctx.Offset(state_tensor, 0);
+  const BnbTensor& w = *plan->w;
   QuantState& state = plan->state;
-  std::string problem;
-  if (!ParseQuantState(ctx.Data(state_tensor), state_tensor.end - state_tensor.begin, true, &state,
-                       &problem)) {
-    return report.Error("BNB-101", state_tensor.name, "quant_state", json_offset, problem);
+  std::string state_name;      // the tensor findings about the state name
+  std::int64_t state_offset;   // and their byte_offset
+  ListExtras extras;
+  if (list) {
+    // Step 2, BNB-101: the list's items (docs/pt.md 7.4 step 2).
+    state_name = claim.tensor;
+    state_offset = ctx.header;
+    if (!ParseListState(ctx, claim, plan, &extras, report)) return false;
+  } else {
+    plan->absmax = ctx.Tensor(layer.absmax);
+    if (plan->absmax == nullptr) {
+      return report.Error("BNB-105", layer.w, "quant_state", ctx.header,
+                          "the layer has no absmax tensor " + layer.absmax);
+    }
+    // Step 2, BNB-101: a U8 rank-1 tensor of strict JSON with the keys typed.
+    const BnbTensor& state_tensor = *ctx.Tensor(claim.tensor);
+    if (state_tensor.dtype != "U8" || state_tensor.shape.size() != 1) {
+      return report.Error("BNB-101", state_tensor.name, "quant_state", ctx.header,
+                          "the state tensor is " + state_tensor.dtype + " of rank " +
+                              std::to_string(state_tensor.shape.size()) + ", not U8 of rank 1");
+    }
+    state_name = state_tensor.name;
+    state_offset = ctx.Offset(state_tensor, 0);
+    std::string problem;
+    if (!ParseQuantState(ctx.Data(state_tensor), state_tensor.byte_length, true, &state,
+                         &problem)) {
+      return report.Error("BNB-101", state_name, "quant_state", state_offset, problem);
+    }
+    plan->quant_map = ctx.Tensor(layer.quant_map);
+    plan->nested_absmax = ctx.Tensor(layer.nested_absmax);
+    plan->nested_quant_map = ctx.Tensor(layer.nested_quant_map);
+    plan->nested = state.has_nested_key || plan->nested_absmax != nullptr ||
+                   plan->nested_quant_map != nullptr;
   }
 
   // Step 3, BNB-001: quant_type.
   if (TableBits(state.quant_type) == nullptr) {
-    return report.Error("BNB-001", state_tensor.name, "quant_type", json_offset,
+    return report.Error("BNB-001", state_name, "quant_type", state_offset,
                         "quant_type \"" + state.quant_type + "\" is not nf4 or fp4");
   }
-  // Step 4, BNB-102: the HF key suffix agrees with quant_type.
+  // Step 4, BNB-102: the HF key suffix agrees with quant_type (a list has no suffix).
   if (claim.form == StateForm::kHf4 && claim.suffix != state.quant_type) {
     return report.Error(
-        "BNB-102", state_tensor.name, "quant_type", json_offset,
+        "BNB-102", state_name, "quant_type", state_offset,
         "the key says bitsandbytes__" + claim.suffix + ", quant_type is " + state.quant_type);
   }
   // Step 5, BNB-001: blocksize.
   if (!IsPowerOfTwoInRange(state.blocksize, 32, 4096)) {
     return report.Error(
-        "BNB-001", state_tensor.name, "blocksize", json_offset,
+        "BNB-001", state_name, "blocksize", state_offset,
         "blocksize " + std::to_string(state.blocksize) + " is not a power of two from 32 to 4096");
   }
   // Step 6, BNB-103: dtype.
   if (!ParseRestoredDtype(state.dtype, &plan->dtype)) {
-    return report.Error("BNB-103", state_tensor.name, "dtype", json_offset,
+    return report.Error("BNB-103", state_name, "dtype", state_offset,
                         "dtype \"" + state.dtype + "\" is not float16, bfloat16 or float32");
   }
-  // Step 7, BNB-004: a nested layer is complete.
-  plan->nested = state.has_nested_key || ctx.Tensor(layer.nested_absmax) != nullptr ||
-                 ctx.Tensor(layer.nested_quant_map) != nullptr;
-  if (plan->nested &&
-      !CheckNestedPieces(ctx, layer, state, state_tensor.name, json_offset, report)) {
-    return false;
+  // Step 7, BNB-004: a nested layer is complete. A list's state2 must be
+  // quantize_blockwise's own, not nested again (docs/pt.md 7.4 step 7).
+  if (plan->nested) {
+    if (extras.short_state2) {
+      return report.Error("BNB-004", state_name, "nested_quant_map", state_offset,
+                          "state2 has 6 items: it has no code (nested_quant_map)");
+    }
+    if (extras.nested_of_nested) {
+      return report.Error("BNB-004", state_name, "nested_blocksize", state_offset,
+                          "state2 is nested again (nested2 True, or offset2 / state2 not None)");
+    }
+    if (!CheckNestedPieces(ctx, layer, *plan, state_name, state_offset, report)) return false;
   }
   // Step 8, BNB-002: the packed weight is ceil(n / 2) bytes.
-  bool overflow = false;
-  std::uint64_t n = 1;
-  for (const std::uint64_t dimension : state.shape) {
-    if (dimension != 0 && n > kU64Max / dimension) {
-      overflow = true;
-      break;
-    }
-    n *= dimension;
-  }
-  const std::uint64_t w_bytes = w->end - w->begin;
-  if (overflow || w_bytes != CeilDiv(n, 2)) {
+  std::uint64_t n = 0;
+  const bool counted = ElementCount(state.shape, &n);
+  if (!counted || w.byte_length != CeilDiv(n, 2)) {
     return report.Error(
-        "BNB-002", layer.w, "weight", kHeaderOffset,
-        overflow ? "the element count of shape " + ShapeText(state.shape) + " overflows 64 bits"
-                 : "the packed weight is " + std::to_string(w_bytes) + " bytes, shape " +
+        "BNB-002", layer.w, "weight", ctx.header,
+        !counted ? "the element count of shape " + ShapeText(state.shape) + " overflows 64 bits"
+                 : "the packed weight is " + std::to_string(w.byte_length) + " bytes, shape " +
                        ShapeText(state.shape) + " needs " + std::to_string(CeilDiv(n, 2)));
   }
   plan->n = n;
   // Step 9, BNB-102: absmax dtype.
+  const BnbTensor& absmax = *plan->absmax;
   const char* absmax_dtype = plan->nested ? "U8" : "F32";
-  if (absmax->dtype != absmax_dtype) {
-    return report.Error("BNB-102", absmax->name, "absmax", kHeaderOffset,
-                        "absmax is " + absmax->dtype + ", a " +
+  if (absmax.dtype != absmax_dtype) {
+    return report.Error("BNB-102", absmax.name, "absmax", ctx.header,
+                        "absmax is " + absmax.dtype + ", a " +
                             (plan->nested ? std::string("nested") : std::string("flat")) +
                             " layer needs " + absmax_dtype);
   }
   // Step 10, BNB-001: one absmax per block.
   const std::uint64_t nblocks = CeilDiv(n, state.blocksize);
-  if (absmax->element_count != nblocks) {
-    return report.Error("BNB-001", absmax->name, "absmax", kHeaderOffset,
-                        "absmax has " + std::to_string(absmax->element_count) + " elements, ceil(" +
+  if (absmax.element_count != nblocks) {
+    return report.Error("BNB-001", absmax.name, "absmax", ctx.header,
+                        "absmax has " + std::to_string(absmax.element_count) + " elements, ceil(" +
                             std::to_string(n) + " / " + std::to_string(state.blocksize) +
                             ") = " + std::to_string(nblocks) + " are needed");
   }
   // Step 11, BNB-004: the nested tensors.
-  if (plan->nested && !CheckNestedTensors(ctx, layer, nblocks, state.nested_blocksize, report)) {
-    return false;
-  }
+  if (plan->nested && !CheckNestedTensors(ctx, *plan, nblocks, report)) return false;
   // Step 12, BNB-102: a stored quant_map is F32[16].
-  const ContainerTensor* quant_map = ctx.Tensor(layer.quant_map);
+  const BnbTensor* quant_map = plan->quant_map;
   if (quant_map != nullptr && (!IsF32(*quant_map) || quant_map->element_count != 16)) {
-    return report.Error("BNB-102", quant_map->name, "quant_map", kHeaderOffset,
+    return report.Error("BNB-102", quant_map->name, "quant_map", ctx.header,
                         "quant_map is " + quant_map->dtype + " with " +
                             std::to_string(quant_map->element_count) +
                             " elements, not F32 with 16");
   }
   // Step 13, BNB-104: finite statistics.
-  if (!CheckStatisticsFinite(ctx, layer, plan->nested, report)) return false;
+  if (!CheckStatisticsFinite(ctx, *plan, report)) return false;
   // Step 14, BNB-106 (warning): the stored quant_map is the table.
   if (quant_map != nullptr) {
     const std::uint32_t* table = TableBits(state.quant_type);
@@ -744,111 +984,118 @@ bool CheckFourBitLayer(const Context& ctx, const Layer& layer, Reporter& report,
 // ---------------------------------------------------------------------------
 // Section 7: the 8-bit blockwise layer, docs/bnb.md steps 1..9. The JSON is
 // __metadata__["bnb_blockwise8_quant_state"]: its findings name no tensor.
+// (Only a safetensors container has __metadata__, docs/pt.md 6.4.)
 
 bool CheckBlockwise8Layer(const Context& ctx, const Layer& layer, Reporter& report,
                           LayerPlan* plan) {
-  const std::string& text = *FindMetadata(*ctx.container, kBlockwise8Key);
+  const std::string& text = *FindMetadata(*ctx.table, kBlockwise8Key);
   QuantState& state = plan->state;
   std::string problem;
   // Step 1, BNB-101.
   if (!ParseQuantState(reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), false,
                        &state, &problem)) {
-    return report.Error("BNB-101", "", "bnb_blockwise8_quant_state", kHeaderOffset, problem);
+    return report.Error("BNB-101", "", "bnb_blockwise8_quant_state", ctx.header, problem);
   }
   // Step 2, BNB-107: blocksize.
   if (!IsPowerOfTwoInRange(state.blocksize, 32, 4096)) {
     return report.Error(
-        "BNB-107", "", "blocksize", kHeaderOffset,
+        "BNB-107", "", "blocksize", ctx.header,
         "blocksize " + std::to_string(state.blocksize) + " is not a power of two from 32 to 4096");
   }
   // Step 3, BNB-103: dtype.
   if (!ParseRestoredDtype(state.dtype, &plan->dtype)) {
-    return report.Error("BNB-103", "", "dtype", kHeaderOffset,
+    return report.Error("BNB-103", "", "dtype", ctx.header,
                         "dtype \"" + state.dtype + "\" is not float16, bfloat16 or float32");
   }
   // Step 4, BNB-004: a nested layer is complete.
-  plan->nested = state.has_nested_key || ctx.Tensor(layer.nested_absmax) != nullptr ||
-                 ctx.Tensor(layer.nested_quant_map) != nullptr;
-  if (plan->nested && !CheckNestedPieces(ctx, layer, state, "", kHeaderOffset, report)) {
+  plan->nested_absmax = ctx.Tensor(layer.nested_absmax);
+  plan->nested_quant_map = ctx.Tensor(layer.nested_quant_map);
+  plan->nested = state.has_nested_key || plan->nested_absmax != nullptr ||
+                 plan->nested_quant_map != nullptr;
+  if (plan->nested && !CheckNestedPieces(ctx, layer, *plan, "", ctx.header, report)) {
     return false;
   }
-  // Step 5, BNB-107: U8 codes and an F32[256] quant_map.
-  const ContainerTensor& w = *ctx.Tensor(layer.w);
+  // Step 5, BNB-107: U8 codes and an F32[256] quant_map (FindLayers saw
+  // W, absmax and quant_map).
+  plan->w = ctx.Tensor(layer.w);
+  const BnbTensor& w = *plan->w;
   if (w.dtype != "U8") {
-    return report.Error("BNB-107", w.name, "weight", kHeaderOffset,
+    return report.Error("BNB-107", w.name, "weight", ctx.header,
                         "the 8-bit codes are " + w.dtype + ", not U8");
   }
-  const ContainerTensor& quant_map = *ctx.Tensor(layer.quant_map);
+  plan->quant_map = ctx.Tensor(layer.quant_map);
+  const BnbTensor& quant_map = *plan->quant_map;
   if (!IsF32(quant_map) || quant_map.element_count != 256) {
-    return report.Error("BNB-107", quant_map.name, "quant_map", kHeaderOffset,
+    return report.Error("BNB-107", quant_map.name, "quant_map", ctx.header,
                         "quant_map is " + quant_map.dtype + " with " +
                             std::to_string(quant_map.element_count) +
                             " elements, not F32 with 256");
   }
   // Step 6, BNB-102: a non-null shape is W's shape.
   if (state.has_shape && state.shape != w.shape) {
-    return report.Error("BNB-102", w.name, "shape", kHeaderOffset,
+    return report.Error("BNB-102", w.name, "shape", ctx.header,
                         "the quant_state shape " + ShapeText(state.shape) +
                             " differs from the codes' shape " + ShapeText(w.shape));
   }
   plan->n = w.element_count;
   // Step 7: absmax dtype (BNB-102) and count (BNB-107).
-  const ContainerTensor& absmax = *ctx.Tensor(layer.absmax);
+  plan->absmax = ctx.Tensor(layer.absmax);
+  const BnbTensor& absmax = *plan->absmax;
   const char* absmax_dtype = plan->nested ? "U8" : "F32";
   if (absmax.dtype != absmax_dtype) {
-    return report.Error("BNB-102", absmax.name, "absmax", kHeaderOffset,
+    return report.Error("BNB-102", absmax.name, "absmax", ctx.header,
                         "absmax is " + absmax.dtype + ", a " +
                             (plan->nested ? std::string("nested") : std::string("flat")) +
                             " layer needs " + absmax_dtype);
   }
   const std::uint64_t nblocks = CeilDiv(plan->n, state.blocksize);
   if (absmax.element_count != nblocks) {
-    return report.Error("BNB-107", absmax.name, "absmax", kHeaderOffset,
+    return report.Error("BNB-107", absmax.name, "absmax", ctx.header,
                         "absmax has " + std::to_string(absmax.element_count) + " elements, ceil(" +
                             std::to_string(plan->n) + " / " + std::to_string(state.blocksize) +
                             ") = " + std::to_string(nblocks) + " are needed");
   }
   // Step 8, BNB-004: the nested tensors.
-  if (plan->nested && !CheckNestedTensors(ctx, layer, nblocks, state.nested_blocksize, report)) {
-    return false;
-  }
+  if (plan->nested && !CheckNestedTensors(ctx, *plan, nblocks, report)) return false;
   // Step 9, BNB-104: absmax / nested statistics and the quant_map, in storage order.
-  return CheckStatisticsFinite(ctx, layer, plan->nested, report, &quant_map);
+  return CheckStatisticsFinite(ctx, *plan, report, &quant_map);
 }
 
 // ---------------------------------------------------------------------------
 // Section 8: the int8 row-scaled layer, docs/bnb.md steps 1..3.
 
-bool CheckInt8Layer(const Context& ctx, const Layer& layer, Reporter& report) {
+bool CheckInt8Layer(const Context& ctx, const Layer& layer, Reporter& report, LayerPlan* plan) {
   // Step 1, BNB-105: W present (and named by one scale tensor only).
   if (layer.claims.size() > 1) {
-    return report.Error("BNB-105", layer.w, "weight", kHeaderOffset,
+    return report.Error("BNB-105", layer.w, "weight", ctx.header,
                         "two scale tensors name the weight " + layer.w + ": " +
                             layer.claims[0].tensor + " and " + layer.claims[1].tensor);
   }
-  const ContainerTensor* w = ctx.Tensor(layer.w);
-  if (w == nullptr) {
-    return report.Error("BNB-105", layer.w, "weight", kHeaderOffset,
+  plan->w = ctx.Tensor(layer.w);
+  if (plan->w == nullptr) {
+    return report.Error("BNB-105", layer.w, "weight", ctx.header,
                         "the scale tensor " + layer.scale + " names a weight that is missing");
   }
+  const BnbTensor& w = *plan->w;
   // Step 2, BNB-108: I8 rank-2 weight, F32 scale per row, row-major format.
-  if (w->dtype != "I8" || w->shape.size() != 2) {
-    return report.Error("BNB-108", w->name, "weight", kHeaderOffset,
-                        "the int8 weight is " + w->dtype + " of rank " +
-                            std::to_string(w->shape.size()) + ", not I8 of rank 2");
+  if (w.dtype != "I8" || w.shape.size() != 2) {
+    return report.Error("BNB-108", w.name, "weight", ctx.header,
+                        "the int8 weight is " + w.dtype + " of rank " +
+                            std::to_string(w.shape.size()) + ", not I8 of rank 2");
   }
-  const ContainerTensor& scale = *ctx.Tensor(layer.scale);
-  if (!IsF32(scale) || scale.element_count != w->shape[0]) {
-    return report.Error("BNB-108", scale.name, "SCB", kHeaderOffset,
+  plan->scale = ctx.Tensor(layer.scale);
+  const BnbTensor& scale = *plan->scale;
+  if (!IsF32(scale) || scale.element_count != w.shape[0]) {
+    return report.Error("BNB-108", scale.name, "SCB", ctx.header,
                         "the scale is " + scale.dtype + " with " +
                             std::to_string(scale.element_count) + " elements, F32 with " +
-                            std::to_string(w->shape[0]) + " (one per row) is needed");
+                            std::to_string(w.shape[0]) + " (one per row) is needed");
   }
-  const ContainerTensor* format =
+  const BnbTensor* format =
       layer.weight_format.empty() ? nullptr : ctx.Tensor(layer.weight_format);
   if (format != nullptr) {
     if (format->dtype != "U8" || format->element_count != 1) {
-      return report.Error("BNB-108", format->name, "weight_format", kHeaderOffset,
+      return report.Error("BNB-108", format->name, "weight_format", ctx.header,
                           "weight_format is " + format->dtype + " with " +
                               std::to_string(format->element_count) + " elements, not one U8");
     }
@@ -869,16 +1116,16 @@ bool CheckInt8Layer(const Context& ctx, const Layer& layer, Reporter& report) {
 // absmax_eff[b]: the stored F32 absmax, or (nested)
 // fl(fl(nested_quant_map[code] * nested_absmax[b / nested_blocksize]) + fl32(nested_offset)),
 // two binary32 roundings, never fused.
-std::vector<float> EffectiveAbsmax(const Context& ctx, const Layer& layer, const LayerPlan& plan) {
-  const ContainerTensor& absmax = *ctx.Tensor(layer.absmax);
+std::vector<float> EffectiveAbsmax(const Context& ctx, const LayerPlan& plan) {
+  const BnbTensor& absmax = *plan.absmax;
   const std::uint8_t* data = ctx.Data(absmax);
   std::vector<float> out(absmax.element_count);
   if (!plan.nested) {
     for (std::uint64_t b = 0; b < absmax.element_count; ++b) out[b] = LoadF32(data + 4 * b);
     return out;
   }
-  const std::uint8_t* nested_absmax = ctx.Data(*ctx.Tensor(layer.nested_absmax));
-  const std::uint8_t* nested_quant_map = ctx.Data(*ctx.Tensor(layer.nested_quant_map));
+  const std::uint8_t* nested_absmax = ctx.Data(*plan.nested_absmax);
+  const std::uint8_t* nested_quant_map = ctx.Data(*plan.nested_quant_map);
   const float offset = static_cast<float>(plan.state.nested_offset);  // binary64 -> binary32, RNE
   for (std::uint64_t b = 0; b < absmax.element_count; ++b) {
     const std::uint8_t code = data[b];
@@ -892,11 +1139,10 @@ std::vector<float> EffectiveAbsmax(const Context& ctx, const Layer& layer, const
 }
 
 qd::DecodedTensor DecodeFourBit(const Context& ctx, const LayerPlan& plan) {
-  const Layer& layer = *plan.layer;
-  const ContainerTensor& w = *ctx.Tensor(layer.w);
+  const BnbTensor& w = *plan.w;
   const std::uint8_t* packed = ctx.Data(w);  // raw bytes, whatever the storage dtype
   const std::uint32_t* table = TableBits(plan.state.quant_type);
-  const std::vector<float> absmax = EffectiveAbsmax(ctx, layer, plan);
+  const std::vector<float> absmax = EffectiveAbsmax(ctx, plan);
   std::vector<float> values(plan.n);
   for (std::uint64_t i = 0; i < plan.n; ++i) {
     const std::uint8_t byte = packed[i / 2];
@@ -907,7 +1153,7 @@ qd::DecodedTensor DecodeFourBit(const Context& ctx, const LayerPlan& plan) {
     values[i] = RoundToDtype(product, plan.dtype);
   }
   qd::DecodedTensor decoded;
-  decoded.name = layer.w;
+  decoded.name = plan.layer->w;
   const std::vector<std::uint64_t>& shape = plan.state.shape;
   // bnb's compatibility transpose: a packed weight with first dimension 1
   // and a rank-2 shape come back as out.t().
@@ -927,13 +1173,12 @@ qd::DecodedTensor DecodeFourBit(const Context& ctx, const LayerPlan& plan) {
 }
 
 qd::DecodedTensor DecodeBlockwise8(const Context& ctx, const LayerPlan& plan) {
-  const Layer& layer = *plan.layer;
-  const ContainerTensor& w = *ctx.Tensor(layer.w);
+  const BnbTensor& w = *plan.w;
   const std::uint8_t* codes = ctx.Data(w);
-  const std::uint8_t* quant_map = ctx.Data(*ctx.Tensor(layer.quant_map));
-  const std::vector<float> absmax = EffectiveAbsmax(ctx, layer, plan);
+  const std::uint8_t* quant_map = ctx.Data(*plan.quant_map);
+  const std::vector<float> absmax = EffectiveAbsmax(ctx, plan);
   qd::DecodedTensor decoded;
-  decoded.name = layer.w;
+  decoded.name = plan.layer->w;
   decoded.shape = w.shape;
   decoded.values.resize(plan.n);
   for (std::uint64_t i = 0; i < plan.n; ++i) {
@@ -944,15 +1189,15 @@ qd::DecodedTensor DecodeBlockwise8(const Context& ctx, const LayerPlan& plan) {
   return decoded;
 }
 
-qd::DecodedTensor DecodeInt8(const Context& ctx, const Layer& layer) {
-  const ContainerTensor& w = *ctx.Tensor(layer.w);
+qd::DecodedTensor DecodeInt8(const Context& ctx, const LayerPlan& plan) {
+  const BnbTensor& w = *plan.w;
   const std::uint8_t* q = ctx.Data(w);
-  const std::uint8_t* scb = ctx.Data(*ctx.Tensor(layer.scale));
+  const std::uint8_t* scb = ctx.Data(*plan.scale);
   const float inverse = FloatFromBits(kInt8ScaleBits);
   const std::uint64_t rows = w.shape[0];
   const std::uint64_t cols = w.shape[1];
   qd::DecodedTensor decoded;
-  decoded.name = layer.w;
+  decoded.name = plan.layer->w;
   decoded.shape = w.shape;
   decoded.values.resize(w.element_count);
   for (std::uint64_t r = 0; r < rows; ++r) {
@@ -966,33 +1211,138 @@ qd::DecodedTensor DecodeInt8(const Context& ctx, const Layer& layer) {
   return decoded;
 }
 
+// A floating table tensor of no layer, to binary32 (F64 rounded to even).
+qd::DecodedTensor DecodeLooseFloat(const BnbTensor& tensor) {
+  qd::DecodedTensor decoded;
+  decoded.name = tensor.name;
+  decoded.shape = tensor.shape;
+  const std::uint8_t* data = tensor.bytes();
+  decoded.values.resize(tensor.element_count);
+  for (std::uint64_t i = 0; i < tensor.element_count; ++i) {
+    decoded.values[i] = FloatElement(tensor.dtype, data, i);
+  }
+  return decoded;
+}
+
+// An empty tensor's bytes are still a valid pointer (JSON of 0 bytes).
+const std::uint8_t* NonNull(const std::vector<std::uint8_t>& bytes) {
+  static const std::uint8_t kNothing = 0;
+  return bytes.empty() ? &kNothing : bytes.data();
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
-// Section 10: the reader.
+// Section 10: the tables and the readers.
 
-qd::Outcome ReadBnbFile(qd::ByteView file, const std::string& file_name) {
-  qd::Outcome outcome;
-  Container container;
-  if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
-
-  TensorIndex index;
-  for (const ContainerTensor& tensor : container.tensors) index[tensor.name] = &tensor;
-  const std::vector<Layer> layers = FindLayers(container, index);
-  if (layers.empty()) {
-    // Not a bitsandbytes file: exactly what ReadSafetensors returns.
-    for (const ContainerTensor& tensor : container.tensors) {
-      if (IsFloatDtype(tensor.dtype))
-        outcome.tensors.push_back(DecodeFloatTensor(file, container, tensor));
-    }
-    return outcome;
+BnbTable BnbTableFromContainer(qd::ByteView file, const Container& container) {
+  BnbTable table;
+  table.header_offset = kSafetensorsHeaderOffset;
+  table.has_metadata = container.has_metadata;
+  table.metadata = container.metadata;
+  for (const ContainerTensor& source : container.tensors) {
+    BnbTensor tensor;
+    tensor.name = source.name;
+    tensor.dtype = source.dtype;
+    tensor.shape = source.shape;
+    tensor.element_count = source.element_count;
+    tensor.byte_length = source.end - source.begin;
+    tensor.begin = source.begin;
+    tensor.end = source.end;
+    // In place: byte k of the data is at 8 + N + begin + k.
+    const std::uint64_t at = container.data_start + source.begin;
+    const std::uint8_t* data = file.data + at;
+    tensor.bytes = [data]() { return data; };
+    tensor.byte_offset = [at](std::uint64_t k) { return static_cast<std::int64_t>(at + k); };
+    table.tensors.push_back(std::move(tensor));
   }
+  return table;
+}
+
+namespace {
+
+// A .pt tensor (table entry or value) seen as a BnbTensor: docs/pt.md 6.4.
+// bytes: the materialised C-order bytes when given, else materialised on
+// first use (a tensor inside a value).
+BnbTensor PtTensor(qd::ByteView file, const std::string& name, const std::string& dtype,
+                   const std::vector<std::uint64_t>& shape, const PtTensorLayout& layout,
+                   const std::vector<std::uint8_t>* materialised) {
+  BnbTensor tensor;
+  tensor.name = name;
+  tensor.dtype = dtype;
+  tensor.shape = shape;
+  std::uint64_t count = 0;
+  // 5.1 bounds numel by 2^63 - 1; the product cannot overflow.
+  ElementCount(shape, &count);
+  tensor.element_count = count;
+  const std::uint64_t isz = layout.item_size == 0 ? 1 : layout.item_size;
+  tensor.byte_length = count > kU64Max / isz ? kU64Max : count * isz;
+  tensor.begin = layout.begin;
+  tensor.end = layout.end;
+  if (materialised != nullptr) {
+    tensor.bytes = [materialised]() { return NonNull(*materialised); };
+  } else {
+    auto cache = std::make_shared<std::vector<std::uint8_t>>();
+    auto ready = std::make_shared<bool>(false);
+    tensor.bytes = [file, shape, layout, cache, ready]() {
+      if (!*ready) {
+        *cache = PtTensorCOrderBytes(file, shape, layout);
+        *ready = true;
+      }
+      return NonNull(*cache);
+    };
+  }
+  tensor.byte_offset = [shape, layout](std::uint64_t k) {
+    return static_cast<std::int64_t>(PtByteOffset(shape, layout, k));
+  };
+  return tensor;
+}
+
+}  // namespace
+
+BnbTable BnbTableFromPt(qd::ByteView file, std::int64_t pickle_start,
+                        const std::vector<PtTensorBytes>& tensors, const PtValueGraph& graph) {
+  BnbTable table;
+  table.header_offset = pickle_start;  // docs/pt.md 6.4: header-level facts point at data.pkl
+  for (const PtTensorBytes& source : tensors) {
+    table.tensors.push_back(
+        PtTensor(file, source.name, source.dtype, source.shape, source.layout, &source.bytes));
+  }
+  std::sort(table.tensors.begin(), table.tensors.end(), [](const BnbTensor& a, const BnbTensor& b) {
+    if (a.begin != b.begin) return a.begin < b.begin;
+    if (a.end != b.end) return a.end < b.end;
+    return a.name < b.name;
+  });
+  // docs/pt.md 7.2: a value entry W.quant_state (W non-empty) that is a
+  // list or tuple is a list-layout layer of W.
+  for (const PtValueRoot& entry : graph.entries) {
+    const std::string& name = entry.name;
+    if (name.size() <= kListSuffix.size() ||
+        name.compare(name.size() - kListSuffix.size(), kListSuffix.size(), kListSuffix) != 0) {
+      continue;
+    }
+    if (!IsSequence(graph.nodes[entry.node])) continue;
+    table.lists.push_back({name.substr(0, name.size() - kListSuffix.size()), entry.node});
+  }
+  table.values = &graph;
+  table.value_tensor = [file, &graph](std::uint32_t node, const std::string& name) {
+    const PtValueNode& value = graph.nodes[node];
+    return PtTensor(file, name, value.dtype, value.shape, value.layout, nullptr);
+  };
+  return table;
+}
+
+bool ReadBnbTable(const BnbTable& table, const std::string& file_name, qd::Outcome* outcome) {
+  TensorIndex index;
+  for (const BnbTensor& tensor : table.tensors) index[tensor.name] = &tensor;
+  const std::vector<Layer> layers = FindLayers(table, index);
+  if (layers.empty()) return false;
 
   Context ctx;
-  ctx.file = file;
-  ctx.container = &container;
+  ctx.table = &table;
   ctx.index = &index;
-  Reporter report(&outcome, file_name);
+  ctx.header = table.header_offset;
+  Reporter report(outcome, file_name);
   std::vector<LayerPlan> plans(layers.size());
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const Layer& layer = layers[i];
@@ -1006,38 +1356,54 @@ qd::Outcome ReadBnbFile(qd::ByteView file, const std::string& file_name) {
         accepted = CheckBlockwise8Layer(ctx, layer, report, &plans[i]);
         break;
       case LayerKind::kInt8:
-        accepted = CheckInt8Layer(ctx, layer, report);
+        accepted = CheckInt8Layer(ctx, layer, report, &plans[i]);
         break;
     }
-    if (!accepted) return outcome;
+    if (!accepted) return true;
   }
 
   std::set<std::string> members;
   for (const Layer& layer : layers) AddMembers(layer, &members);
+  std::vector<qd::DecodedTensor> decoded;
   for (const LayerPlan& plan : plans) {
     switch (plan.layer->kind) {
       case LayerKind::kFourBit:
-        outcome.tensors.push_back(DecodeFourBit(ctx, plan));
+        decoded.push_back(DecodeFourBit(ctx, plan));
         break;
       case LayerKind::kBlockwise8:
-        outcome.tensors.push_back(DecodeBlockwise8(ctx, plan));
+        decoded.push_back(DecodeBlockwise8(ctx, plan));
         break;
       case LayerKind::kInt8:
-        outcome.tensors.push_back(DecodeInt8(ctx, *plan.layer));
+        decoded.push_back(DecodeInt8(ctx, plan));
         break;
     }
   }
-  for (const ContainerTensor& tensor : container.tensors) {
+  for (const BnbTensor& tensor : table.tensors) {
     if (members.count(tensor.name) != 0 || !IsFloatDtype(tensor.dtype)) continue;
-    outcome.tensors.push_back(DecodeFloatTensor(file, container, tensor));
+    decoded.push_back(DecodeLooseFloat(tensor));
   }
-  std::sort(outcome.tensors.begin(), outcome.tensors.end(),
+  std::sort(decoded.begin(), decoded.end(),
             [](const qd::DecodedTensor& a, const qd::DecodedTensor& b) { return a.name < b.name; });
+  for (qd::DecodedTensor& tensor : decoded) outcome->tensors.push_back(std::move(tensor));
+  return true;
+}
+
+qd::Outcome ReadBnbFile(qd::ByteView file, const std::string& file_name) {
+  qd::Outcome outcome;
+  Container container;
+  if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
+  const BnbTable table = BnbTableFromContainer(file, container);
+  if (ReadBnbTable(table, file_name, &outcome)) return outcome;
+  // Not a bitsandbytes file: exactly what ReadSafetensors returns.
+  for (const ContainerTensor& tensor : container.tensors) {
+    if (IsFloatDtype(tensor.dtype))
+      outcome.tensors.push_back(DecodeFloatTensor(file, container, tensor));
+  }
   return outcome;
 }
 
 // ---------------------------------------------------------------------------
-// Section 11: the tables and the reference quantizer.
+// Section 11: the 4-bit tables and the reference quantizer.
 
 bool Bnb4bitTable(const std::string& quant_type, float table[16]) {
   const std::uint32_t* bits = TableBits(quant_type);

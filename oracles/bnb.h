@@ -6,15 +6,24 @@
 // one function per check group, scalar loops, every binary32 step rounded
 // on its own (the library is compiled with -ffp-contract=off).
 //
+// The same checks read .pt files (docs/pt.md 6.4 and 7): every check runs
+// over a BnbTable, which a safetensors container or a .pt file's tensor and
+// value tables fill (see below); ReadPtFile calls ReadBnbTable itself.
+//
 // Finding conventions (on top of safetensors.h's):
 //   tensor       the tensor at fault: the state tensor for problems of its
 //                JSON, W when a sibling tensor is missing, the sibling for
 //                its own dtype / shape / values; empty for problems of the
-//                __metadata__ JSON of the 8-bit blockwise layout.
-//   byte_offset  8 for header-level facts (a missing tensor, a dtype, a
-//                shape, anything in __metadata__); 8 + N + begin for a
-//                problem of a quant_state JSON text (the start of the text);
-//                8 + N + begin + k for a value at byte k of a tensor's data.
+//                __metadata__ JSON of the 8-bit blockwise layout. A .pt list
+//                layout (docs/pt.md 7.4): W.quant_state for the list, its
+//                pieces W.quant_state[0], [6], [4][1][0], [4][1][1].
+//   byte_offset  header-level facts (a missing tensor, a dtype, a shape,
+//                anything in __metadata__ or in a list state): 8 in a
+//                safetensors file, ds of data.pkl in a .pt file. A value at
+//                byte k of a tensor's bytes: 8 + N + begin + k, or in a .pt
+//                file ds + s(k div isz) * isz + (k mod isz) of its storage
+//                record; k = 0 (begin) for a problem of a quant_state JSON
+//                text.
 //   block        BNB-104 on absmax / nested_absmax: the index of the value.
 //   element      BNB-104 on a quant map or an int8 scale (the row), BNB-106:
 //                the index of the value.
@@ -22,9 +31,13 @@
 #define QUANTDIFF_ORACLES_BNB_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "oracles/pt.h"
+#include "oracles/safetensors.h"
 #include "quantdiff/plain_data.h"
 
 namespace qd::oracle {
@@ -36,6 +49,78 @@ namespace qd::oracle {
 // accepted file decodes to every layer's W plus every F32/F16/BF16/F64
 // tensor that belongs to no layer, all sorted by name (byte order).
 qd::Outcome ReadBnbFile(qd::ByteView file, const std::string& file_name);
+
+// ---------------------------------------------------------------------------
+// The tensor table the bitsandbytes checks run over. A safetensors container
+// (BnbTableFromContainer) and an accepted .pt file's tensor and value tables
+// (BnbTableFromPt, docs/pt.md 6.4 and 7) both feed it; the checks of
+// docs/bnb.md exist once and see only this.
+
+// One tensor: a table entry, or a tensor inside a list-layout value.
+struct BnbTensor {
+  std::string name;  // the table name, or a piece name such as "w.quant_state[0]"
+  std::string dtype;
+  std::vector<std::uint64_t> shape;
+  std::uint64_t element_count = 0;  // product of shape (1 for rank 0)
+  std::uint64_t byte_length = 0;    // "the data is exactly L bytes" compares this
+  // Ordering keys: "sorted by (data begin, data end, name bytes)" and "in
+  // storage order, the tensors taken by data offset" (docs/pt.md 6.4).
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+  // The byte_length C-order little-endian bytes. The checks call it only
+  // after the dtype and element count are checked, so a tensor inside a
+  // value (not bounded by docs/pt.md section 3) is materialised only once it
+  // is known to be small.
+  std::function<const std::uint8_t*()> bytes;
+  // The finding offset of byte k of those bytes: 8 + N + begin + k in a
+  // safetensors file, ds + s(k div isz) * isz + (k mod isz) in a .pt file.
+  std::function<std::int64_t(std::uint64_t)> byte_offset;
+};
+
+// A value table entry `W.quant_state` whose value is a list or tuple
+// (docs/pt.md 7.2): a list-layout 4-bit layer of W.
+struct BnbListState {
+  std::string w;
+  std::uint32_t node = 0;  // the list or tuple in BnbTable::values
+};
+
+struct BnbTable {
+  // byte_offset of header-level findings: 8 in a safetensors file, ds of
+  // data.pkl in a .pt file (docs/pt.md 6.4).
+  std::int64_t header_offset = 8;
+  // safetensors __metadata__ (the 8-bit blockwise layout's key); a .pt file
+  // has none.
+  bool has_metadata = false;
+  std::vector<std::pair<std::string, std::string>> metadata;
+  // Sorted by (begin, end, name bytes).
+  std::vector<BnbTensor> tensors;
+  // The list layout (a .pt file only): the states, the value graph they
+  // live in, and how to see a kTensor node of that graph as a BnbTensor
+  // under a piece name.
+  std::vector<BnbListState> lists;
+  const PtValueGraph* values = nullptr;
+  std::function<BnbTensor(std::uint32_t node, const std::string& name)> value_tensor;
+};
+
+// The table of an accepted safetensors container (CheckContainer passed).
+// The tensors point into file.
+BnbTable BnbTableFromContainer(qd::ByteView file, const Container& container);
+
+// docs/pt.md 6.4 and 7.2: the table of an accepted .pt file. tensors is its
+// tensor table (ReadPtFile's), graph its value table (at least the entries
+// named W.quant_state); pickle_start is ds of data.pkl. The result refers
+// to file, tensors and graph, which must outlive it.
+BnbTable BnbTableFromPt(qd::ByteView file, std::int64_t pickle_start,
+                        const std::vector<PtTensorBytes>& tensors, const PtValueGraph& graph);
+
+// Runs docs/bnb.md (and docs/pt.md 7.4 for list states) over a table.
+// Returns false, with nothing appended, when the table holds no
+// bitsandbytes layer. Otherwise appends the findings to outcome (the layers
+// in byte order of W, each in its check order; the first error sets
+// refused and ends the read) and, on accept, the decoded output: every
+// layer's W and every F32/F16/BF16/F64 table tensor of no layer, sorted by
+// name bytes. Returns true.
+bool ReadBnbTable(const BnbTable& table, const std::string& file_name, qd::Outcome* outcome);
 
 // The reference 4-bit quantizer: bitsandbytes' default (pure torch) backend
 // quantize_4bit, as the peer vectors record it.

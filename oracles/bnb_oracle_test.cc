@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "oracles/bnb.h"
+#include "oracles/bnb_test_tables.h"
 #include "oracles/safetensors.h"
 #include "quantdiff/plain_data.h"
 
@@ -22,17 +23,12 @@ namespace qd::oracle {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
-using Bits = std::vector<std::uint32_t>;
+using qd::oracle::test::Bits;
 
 const char kFileName[] = "model.safetensors";
 
-// get_4bit_type("nf4") and ("fp4") as binary32 bits (TABLES.json).
-const Bits kNf4 = {0xbf800000, 0xbf3239b1, 0xbf066b30, 0xbeca32a0, 0xbe91a24d, 0xbe3d353f,
-                   0xbdba7871, 0x00000000, 0x3da2faff, 0x3e24cae3, 0x3e7c04dd, 0x3ead033a,
-                   0x3ee1a4b8, 0x3f1007ab, 0x3f3913b3, 0x3f800000};
-const Bits kFp4 = {0x00000000, 0x3baaaaab, 0x3f2aaaab, 0x3f800000, 0x3eaaaaab, 0x3f000000,
-                   0x3e2aaaab, 0x3e800000, 0x00000000, 0xbbaaaaab, 0xbf2aaaab, 0xbf800000,
-                   0xbeaaaaab, 0xbf000000, 0xbe2aaaab, 0xbe800000};
+using qd::oracle::test::kFp4;
+using qd::oracle::test::kNf4;
 
 std::uint32_t BitsOf(float value) {
   std::uint32_t bits = 0;

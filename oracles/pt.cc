@@ -8,8 +8,10 @@
 //   4. the value model (4.2) and the allow-list (4.3)
 //   5. the opcode walk (4.1, 4.4, 4.5, 4.6, 5.1)
 //   6. flattening and the value walk (6.1, 6.2)
-//   7. materialisation (5.2, 5.3) and the decoded output (6.3)
-//   8. ReadPtFile
+//   7. materialisation (5.2, 5.3), the structured value graph (6.2) and the
+//      decoded output (6.3)
+//   8. ReadPtFile, with step 8: the bitsandbytes readers on the tensor
+//      table (6.4, 7) through oracles/bnb.h
 //
 // Section 6 counts every item of a flattened dict, then every node of the
 // value walk, in one node count (so a file cannot name 2^64 entries through
@@ -19,6 +21,7 @@
 #include "oracles/pt.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -26,6 +29,7 @@
 #include <string_view>
 #include <utility>
 
+#include "oracles/bnb.h"
 #include "oracles/bytes.h"
 #include "oracles/finding.h"
 #include "oracles/json.h"
@@ -1301,32 +1305,35 @@ bool Flattener::WalkValues() {
 }
 
 // ---------------------------------------------------------------------------
-// Section 7: materialisation and the decoded output.
+// Section 7: materialisation, the structured value graph and the decoded
+// output.
 
-std::vector<std::uint8_t> Materialise(const std::uint8_t* file, const Model& model,
-                                      const Tensor& tensor, bool big_endian) {
+// 5.3 / 6.4: where an accepted tensor's elements lie. begin and end are
+// saturated at 2^64 - 1: a broadcast view inside a value (not bounded by
+// section 3) can describe more bytes than that.
+PtTensorLayout LayoutOf(const Model& model, const Tensor& tensor, bool big_endian) {
   const Storage& storage = model.storages[tensor.storage];
   const std::uint64_t isz = kDtypes[storage.dtype].item_size;
-  std::vector<std::uint8_t> bytes;
-  bytes.resize(static_cast<std::size_t>(tensor.numel * isz));
-  const std::size_t rank = tensor.size.size();
-  std::vector<std::int64_t> index(rank, 0);
-  std::uint64_t s = static_cast<std::uint64_t>(tensor.offset);  // modulo 2^64 in between
-  for (std::uint64_t i = 0; i < tensor.numel; ++i) {
-    const std::uint8_t* element = file + storage.data_start + s * isz;
-    for (std::uint64_t b = 0; b < isz; ++b) {
-      bytes[i * isz + b] = big_endian ? element[isz - 1 - b] : element[b];
-    }
-    for (std::size_t k = rank; k > 0; --k) {
-      const std::size_t d = k - 1;
-      index[d] += 1;
-      s += static_cast<std::uint64_t>(tensor.stride[d]);
-      if (index[d] < tensor.size[d]) break;
-      s -= static_cast<std::uint64_t>(tensor.stride[d]) * static_cast<std::uint64_t>(tensor.size[d]);
-      index[d] = 0;
-    }
+  PtTensorLayout layout;
+  layout.storage_start = storage.data_start;
+  layout.item_size = isz;
+  layout.storage_offset = static_cast<std::uint64_t>(tensor.offset);  // >= 0 (5.1)
+  for (const std::int64_t stride : tensor.stride) {
+    layout.stride.push_back(static_cast<std::uint64_t>(stride));
   }
-  return bytes;
+  const u128 cap = ~std::uint64_t{0};
+  const u128 begin = static_cast<u128>(storage.data_start) + static_cast<u128>(tensor.offset) * isz;
+  const u128 end = begin + static_cast<u128>(tensor.numel) * isz;
+  layout.begin = static_cast<std::uint64_t>(begin < cap ? begin : cap);
+  layout.end = static_cast<std::uint64_t>(end < cap ? end : cap);
+  layout.big_endian = big_endian;
+  return layout;
+}
+
+std::vector<std::uint64_t> ShapeOf(const Tensor& tensor) {
+  std::vector<std::uint64_t> shape;
+  for (const std::int64_t s : tensor.size) shape.push_back(static_cast<std::uint64_t>(s));
+  return shape;
 }
 
 qd::DecodedTensor Decode(const PtTensorBytes& entry) {
@@ -1439,12 +1446,114 @@ void Render(const Model& model, std::uint32_t node, std::string* out) {
   }
 }
 
+// The structured value table (pt.h's PtValueGraph). Each model node is
+// exported once, so sharing stays sharing and the graph is no larger than
+// what data.pkl built; the recursion is as deep as the value walk's 64.
+class GraphExport {
+ public:
+  GraphExport(const Model& model, bool big_endian, PtValueGraph* graph)
+      : model_(model), big_endian_(big_endian), graph_(graph) {}
+
+  std::uint32_t Add(std::uint32_t node) {
+    const auto done = done_.find(node);
+    if (done != done_.end()) return done->second;
+    const std::uint32_t index = static_cast<std::uint32_t>(graph_->nodes.size());
+    graph_->nodes.emplace_back();
+    done_[node] = index;
+    PtValueNode out;  // filled here, stored after the children (nodes may move)
+    const Node& n = model_.nodes[node];
+    switch (n.kind) {
+      case Kind::kNone:
+        out.kind = PtValueKind::kNone;
+        break;
+      case Kind::kBool:
+        out.kind = PtValueKind::kBool;
+        out.integer = n.a;
+        break;
+      case Kind::kInt:
+        out.kind = PtValueKind::kInt;
+        out.integer = n.a;
+        break;
+      case Kind::kFloat:
+        out.kind = PtValueKind::kFloat;
+        std::memcpy(&out.number, &n.b, sizeof out.number);
+        break;
+      case Kind::kStr:
+        out.kind = PtValueKind::kStr;
+        out.text = std::string(model_.Str(node));
+        break;
+      case Kind::kTuple:
+      case Kind::kList:
+        out.kind = n.kind == Kind::kTuple ? PtValueKind::kTuple : PtValueKind::kList;
+        for (const std::uint32_t item : model_.seqs[n.a]) out.items.push_back(Add(item));
+        break;
+      case Kind::kDict: {
+        const Dict& dict = model_.dicts[n.a];
+        out.kind = PtValueKind::kDict;
+        out.ordered = dict.ordered;
+        for (const auto& item : dict.items) {
+          out.items.push_back(Add(item.first));
+          out.items.push_back(Add(item.second));
+        }
+        if (dict.attrs >= 0) out.attrs = Add(static_cast<std::uint32_t>(dict.attrs));
+        break;
+      }
+      case Kind::kSize:
+        out.kind = PtValueKind::kSize;
+        out.ints = model_.sizes[n.a];
+        break;
+      case Kind::kToken: {
+        const int token = static_cast<int>(n.a);
+        out.kind = token >= kDtypeBase ? PtValueKind::kDtype : PtValueKind::kToken;
+        out.text = TokenText(token);
+        break;
+      }
+      case Kind::kStorage: {
+        const Storage& storage = model_.storages[n.a];
+        out.kind = PtValueKind::kStorage;
+        out.dtype = kDtypes[storage.dtype].code;
+        out.text = storage.key;
+        out.integer = storage.numel;
+        break;
+      }
+      case Kind::kTensor: {
+        const Tensor& tensor = model_.tensors[n.a];
+        out.kind = PtValueKind::kTensor;
+        out.dtype = kDtypes[model_.storages[tensor.storage].dtype].code;
+        out.shape = ShapeOf(tensor);
+        out.layout = LayoutOf(model_, tensor, big_endian_);
+        break;
+      }
+    }
+    graph_->nodes[index] = std::move(out);
+    return index;
+  }
+
+ private:
+  const Model& model_;
+  bool big_endian_;
+  PtValueGraph* graph_;
+  std::map<std::uint32_t, std::uint32_t> done_;
+};
+
+// docs/pt.md 7.2: the value entries the bitsandbytes list layout looks at
+// (W.quant_state, W non-empty, a list or tuple). Without a caller asking
+// for the whole graph only these are exported.
+bool IsListStateCandidate(const Model& model, const TableEntry& entry) {
+  static constexpr std::string_view kSuffix = ".quant_state";
+  const std::string& name = entry.name;
+  if (name.size() <= kSuffix.size()) return false;
+  if (name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) return false;
+  const Kind kind = model.nodes[entry.node].kind;
+  return kind == Kind::kTuple || kind == Kind::kList;
+}
+
 // ---------------------------------------------------------------------------
 // Section 8: ReadPtFile.
 
 qd::Outcome ReadPtFileUnguarded(qd::ByteView file, const std::string& file_name,
                                 std::vector<PtTensorBytes>* tensors_out,
-                                std::vector<PtValueEntry>* values_out) {
+                                std::vector<PtValueEntry>* values_out, PtValueGraph* graph_out) {
   qd::Outcome outcome;
   Report report{file_name, &outcome};
   if (file.data == nullptr && file.size != 0) {
@@ -1480,7 +1589,15 @@ qd::Outcome ReadPtFileUnguarded(qd::ByteView file, const std::string& file_name,
   std::vector<PtTensorBytes> table;
   std::vector<Sorted> order;
   std::vector<PtValueEntry> values;
+  PtValueGraph graph;
+  GraphExport exporter(model, records.big_endian, &graph);
   for (const TableEntry& entry : flattener.table) {
+    if (!entry.is_tensor && (graph_out != nullptr || IsListStateCandidate(model, entry))) {
+      PtValueRoot root;
+      root.name = entry.name;
+      root.node = exporter.Add(entry.node);
+      graph.entries.push_back(std::move(root));
+    }
     if (!entry.is_tensor) {
       if (values_out != nullptr) {
         PtValueEntry value;
@@ -1496,38 +1613,113 @@ qd::Outcome ReadPtFileUnguarded(qd::ByteView file, const std::string& file_name,
     }
     const Tensor& tensor = model.tensors[model.nodes[entry.node].a];
     const Storage& storage = model.storages[tensor.storage];
-    const DtypeInfo& info = kDtypes[storage.dtype];
     PtTensorBytes bytes;
     bytes.name = entry.name;
-    bytes.dtype = info.code;
-    for (const std::int64_t s : tensor.size) bytes.shape.push_back(static_cast<std::uint64_t>(s));
-    bytes.bytes = Materialise(file.data, model, tensor, records.big_endian);
+    bytes.dtype = kDtypes[storage.dtype].code;
+    bytes.shape = ShapeOf(tensor);
+    bytes.layout = LayoutOf(model, tensor, records.big_endian);
+    // Section 3 has bounded these bytes (PT-012 otherwise).
+    bytes.bytes = PtTensorCOrderBytes(file, bytes.shape, bytes.layout);
     Sorted sorted;
-    sorted.begin = storage.data_start + static_cast<std::uint64_t>(tensor.offset) * info.item_size;
-    sorted.end = sorted.begin + tensor.numel * info.item_size;
+    sorted.begin = bytes.layout.begin;
+    sorted.end = bytes.layout.end;
     sorted.index = table.size();
     table.push_back(std::move(bytes));
     if (IsFloatDtype(table.back().dtype)) order.push_back(sorted);
   }
-  std::sort(order.begin(), order.end(), [&table](const Sorted& a, const Sorted& b) {
-    if (a.begin != b.begin) return a.begin < b.begin;
-    if (a.end != b.end) return a.end < b.end;
-    return table[a.index].name < table[b.index].name;
-  });
-  for (const Sorted& sorted : order) outcome.tensors.push_back(Decode(table[sorted.index]));
+
+  // Step 8 (6.4, 7): the bitsandbytes readers on the tensor table. Their
+  // findings follow the PT warnings; a file with a layer decodes as
+  // docs/bnb.md says, any other as section 6.3 says.
+  const BnbTable bnb =
+      BnbTableFromPt(file, static_cast<std::int64_t>(records.pkl_start), table, graph);
+  if (ReadBnbTable(bnb, file_name, &outcome)) {
+    if (outcome.refused) return outcome;  // the tables are given on accept only
+  } else {
+    std::sort(order.begin(), order.end(), [&table](const Sorted& a, const Sorted& b) {
+      if (a.begin != b.begin) return a.begin < b.begin;
+      if (a.end != b.end) return a.end < b.end;
+      return table[a.index].name < table[b.index].name;
+    });
+    for (const Sorted& sorted : order) outcome.tensors.push_back(Decode(table[sorted.index]));
+  }
   if (tensors_out != nullptr) *tensors_out = std::move(table);
   if (values_out != nullptr) *values_out = std::move(values);
+  if (graph_out != nullptr) *graph_out = std::move(graph);
   return outcome;
 }
 
 }  // namespace
 
+std::uint64_t PtByteOffset(const std::vector<std::uint64_t>& shape, const PtTensorLayout& layout,
+                           std::uint64_t k) {
+  const std::uint64_t isz = layout.item_size == 0 ? 1 : layout.item_size;
+  // The C-order index i = k div isz as a multi-index, last dimension fastest.
+  std::uint64_t i = k / isz;
+  std::uint64_t s = layout.storage_offset;
+  for (std::size_t d = shape.size(); d > 0; --d) {
+    const std::uint64_t size = shape[d - 1];
+    if (size == 0) break;  // an empty tensor: only k = 0, element index 0
+    const std::uint64_t stride = d - 1 < layout.stride.size() ? layout.stride[d - 1] : 0;
+    s += (i % size) * stride;
+    i /= size;
+  }
+  return layout.storage_start + s * isz + k % isz;
+}
+
+std::vector<std::uint8_t> PtTensorCOrderBytes(qd::ByteView file,
+                                              const std::vector<std::uint64_t>& shape,
+                                              const PtTensorLayout& layout) {
+  const std::size_t rank = shape.size();
+  const std::uint64_t isz = layout.item_size;
+  if (layout.stride.size() != rank || isz == 0) return {};
+  u128 numel = 1;
+  for (const std::uint64_t size : shape) {
+    numel *= size;
+    if (numel > static_cast<u128>(INT64_MAX)) return {};
+  }
+  if (numel == 0) return {};
+  // The last storage element must lie inside the file (the reader's 5.1
+  // bounds already say so for its own layouts; this keeps a stray layout
+  // from reading outside the bytes).
+  const u128 beyond = static_cast<u128>(1) << 64;  // past any file: stop adding
+  u128 last = layout.storage_offset;
+  for (std::size_t d = 0; d < rank && last < beyond; ++d) {
+    last += static_cast<u128>(shape[d] - 1) * layout.stride[d];
+  }
+  if (last >= beyond || static_cast<u128>(layout.storage_start) + (last + 1) * isz > file.size) {
+    return {};
+  }
+  if (numel * isz > static_cast<u128>(SIZE_MAX)) return {};
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(numel * isz));
+  std::vector<std::uint64_t> index(rank, 0);
+  std::uint64_t s = layout.storage_offset;  // the storage element of C-order element i
+  for (std::uint64_t i = 0; i < static_cast<std::uint64_t>(numel); ++i) {
+    const std::uint8_t* element = file.data + layout.storage_start + s * isz;
+    for (std::uint64_t b = 0; b < isz; ++b) {
+      // 5.2: a big-endian file's elements are byte-swapped on read.
+      bytes[i * isz + b] = layout.big_endian ? element[isz - 1 - b] : element[b];
+    }
+    for (std::size_t k = rank; k > 0; --k) {
+      const std::size_t d = k - 1;
+      index[d] += 1;
+      s += layout.stride[d];
+      if (index[d] < shape[d]) break;
+      s -= layout.stride[d] * shape[d];
+      index[d] = 0;
+    }
+  }
+  return bytes;
+}
+
 qd::Outcome ReadPtFile(qd::ByteView file, const std::string& file_name,
-                       std::vector<PtTensorBytes>* tensors, std::vector<PtValueEntry>* values) {
+                       std::vector<PtTensorBytes>* tensors, std::vector<PtValueEntry>* values,
+                       PtValueGraph* graph) {
   if (tensors != nullptr) tensors->clear();
   if (values != nullptr) values->clear();
+  if (graph != nullptr) *graph = PtValueGraph();
   try {
-    return ReadPtFileUnguarded(file, file_name, tensors, values);
+    return ReadPtFileUnguarded(file, file_name, tensors, values, graph);
   } catch (...) {
     // Only std::bad_alloc can get here (the output of an accepted file that
     // does not fit in memory); nothing escapes.
@@ -1537,6 +1729,7 @@ qd::Outcome ReadPtFile(qd::ByteView file, const std::string& file_name,
                                           "container", 0, "out of memory"));
     if (tensors != nullptr) tensors->clear();
     if (values != nullptr) values->clear();
+    if (graph != nullptr) *graph = PtValueGraph();
     return outcome;
   }
 }

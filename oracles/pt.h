@@ -1,6 +1,7 @@
 // pt.h: the oracle's reader for torch.save files (.pt, .pth, .bin), written
-// plainly from docs/pt.md sections 1..6, 8 and 9 (section 7, the
-// bitsandbytes list layout, is not part of it).
+// plainly from docs/pt.md sections 1..8 and 9. Section 7 (the bitsandbytes
+// list layout) and section 6.4 (docs/bnb.md's readers on the tensor table)
+// run through oracles/bnb.h, which this reader calls at section 8 step 8.
 //
 // Nothing in the file is ever imported, called or unpickled: the ZIP
 // container is checked field by field and data.pkl is walked opcode by
@@ -20,12 +21,92 @@
 
 namespace qd::oracle {
 
+// Where a tensor's elements lie in the file (docs/pt.md 5.1, 5.3, 6.4).
+// Element i of the C-order enumeration (multi-index i_0..i_{r-1} over the
+// tensor's shape) is storage element s(i) = storage_offset + sum(i_k *
+// stride[k]), at bytes [storage_start + s(i) * item_size, + item_size).
+struct PtTensorLayout {
+  std::uint64_t storage_start = 0;   // ds of the storage record data/<key>
+  std::uint64_t item_size = 1;       // isz of the storage's dtype
+  std::uint64_t storage_offset = 0;  // in elements
+  std::vector<std::uint64_t> stride;  // in elements, one per dimension
+  // 6.4: begin = ds + storage_offset * isz, end = begin + numel * isz, the
+  // keys of "sorted by (data begin, data end, name bytes)". Saturated at
+  // 2^64 - 1 for a broadcast view inside a value that would pass it (such a
+  // tensor is never read: its element count fails a check first).
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+  bool big_endian = false;  // byteorder "big": each element's bytes reversed on read (5.2)
+};
+
 // One entry of the tensor table (docs/pt.md sections 5.3 and 6.1).
 struct PtTensorBytes {
   std::string name;   // flattened name, e.g. "model.layers.0.qweight"
   std::string dtype;  // "F32", "F16", "BF16", "F64", "I64", "I32", "I16", "I8", "U8", "BOOL"
   std::vector<std::uint64_t> shape;
   std::vector<std::uint8_t> bytes;  // numel * item size bytes, C order, little-endian
+  PtTensorLayout layout;            // where bytes came from (6.4's begin, end, byte offsets)
+};
+
+// docs/pt.md 6.4: the file offset of byte k of a tensor's C-order bytes,
+// ds + s(k div isz) * isz + (k mod isz) (k = 0 gives begin, also for an
+// empty tensor). k must be below numel * isz, except k = 0.
+std::uint64_t PtByteOffset(const std::vector<std::uint64_t>& shape, const PtTensorLayout& layout,
+                           std::uint64_t k);
+
+// docs/pt.md 5.3: a tensor's numel * isz bytes in C order, little-endian
+// (big-endian files byte-swapped per element). The layout must be one this
+// reader accepted for the same file bytes; a layout whose last element
+// lies outside the file gives an empty vector instead of a read.
+std::vector<std::uint8_t> PtTensorCOrderBytes(qd::ByteView file,
+                                              const std::vector<std::uint64_t>& shape,
+                                              const PtTensorLayout& layout);
+
+// The value table as structured values (docs/pt.md 4.2, 6.2), for readers
+// that look inside values, such as the bitsandbytes list layout (section
+// 7). Nodes form a graph with the pickle's sharing kept: a list or dict
+// reached twice through the memo is one node, so the graph never has more
+// nodes than data.pkl built (and the value walk of 6.2 has already refused
+// cycles and more than 2^20 visits).
+enum class PtValueKind : std::uint8_t {
+  kNone,
+  kBool,     // integer: 0 or 1 (a bool is never an int, 4.2)
+  kInt,      // integer
+  kFloat,    // number (binary64, from BINFLOAT)
+  kStr,      // text: the UTF-8 bytes
+  kTuple,    // items
+  kList,     // items
+  kDict,     // items: key, value, key, value, ... in insertion order; ordered; attrs
+  kSize,     // ints (torch.Size)
+  kDtype,    // a dtype token, text: its torch name ("float16", "float32", "int8", ...)
+  kToken,    // any other allow-listed global not reduced, text as PtValueEntry renders it
+  kStorage,  // dtype, text: the storage key, integer: its numel
+  kTensor,   // dtype, shape, layout; bytes through PtTensorCOrderBytes
+};
+
+struct PtValueNode {
+  PtValueKind kind = PtValueKind::kNone;
+  std::int64_t integer = 0;
+  double number = 0.0;
+  std::string text;
+  std::vector<std::uint32_t> items;  // node indices
+  std::vector<std::int64_t> ints;
+  bool ordered = false;     // kDict: from collections.OrderedDict()
+  std::int64_t attrs = -1;  // kDict: the node of its BUILD state, or -1
+  std::string dtype;        // kTensor, kStorage: "F32", ..., "BOOL"
+  std::vector<std::uint64_t> shape;  // kTensor
+  PtTensorLayout layout;             // kTensor
+};
+
+// A value table entry: its flattened name and its node.
+struct PtValueRoot {
+  std::string name;
+  std::uint32_t node = 0;
+};
+
+struct PtValueGraph {
+  std::vector<PtValueNode> nodes;
+  std::vector<PtValueRoot> entries;  // the value table in table order
 };
 
 // One entry of the value table (docs/pt.md section 6.2), rendered as text:
@@ -42,16 +123,25 @@ struct PtValueEntry {
   std::string text;
 };
 
-// Reads a torch.save file: the checks of docs/pt.md section 8 steps 1..7 in
-// order (warnings as met, at most one error, last). On accept the outcome's
-// tensors are section 6.3's decoded output (F32, F16, BF16, F64 tensors of
-// the tensor table to binary32, sorted by (begin, end, name bytes) of
-// section 6.4). When tensors is not null it receives the whole tensor table
-// (every dtype) in table order, when values is not null the value table in
-// table order; both only on accept (they are cleared first).
+// Reads a torch.save file: the checks of docs/pt.md section 8 steps 1..8 in
+// order (warnings as met, at most one error, last). Step 8 runs the
+// bitsandbytes readers on the tensor table (docs/pt.md 6.4, 7; bnb.h's
+// ReadBnbTable); their findings follow the PT warnings.
+// On accept the outcome's tensors are
+//   - a file with at least one bitsandbytes layer: docs/bnb.md's output
+//     (every layer's W decoded, every F32/F16/BF16/F64 tensor of no layer,
+//     sorted by name bytes);
+//   - otherwise section 6.3's decoded output (F32, F16, BF16, F64 tensors of
+//     the tensor table to binary32, sorted by (begin, end, name bytes) of
+//     section 6.4).
+// When tensors is not null it receives the whole tensor table (every dtype)
+// in table order, when values is not null the value table in table order
+// as text, when graph is not null the value table as structured values;
+// all only on accept (they are cleared first).
 qd::Outcome ReadPtFile(qd::ByteView file, const std::string& file_name,
                        std::vector<PtTensorBytes>* tensors = nullptr,
-                       std::vector<PtValueEntry>* values = nullptr);
+                       std::vector<PtValueEntry>* values = nullptr,
+                       PtValueGraph* graph = nullptr);
 
 // CRC-32 (ISO-HDLC, the zlib.crc32 function), bit by bit from the reflected
 // polynomial 0xEDB88320. Exposed for the tests.

@@ -341,5 +341,24 @@ TEST(PtPeer, BnbLikeMixedValues) {
   for (const PtTensorBytes& t : table) std::printf("  tensor %s %s\n", t.name.c_str(), t.dtype.c_str());
 }
 
+// docs/pt.md 6.4 and 7.2: w.weight (U8) and w.weight.absmax with no state
+// tensor and no W.quant_state list make no bitsandbytes layer, so the file
+// is accepted with section 6.3's output (its one floating tensor) and its
+// meta values stay plain values.
+TEST(PtPeer, BnbLikeMixedHasNoBnbLayer) {
+  const Bytes bytes = ReadBytes(kPeerDir + "/bnb_like_mixed.pt");
+  PtValueGraph graph;
+  const qd::Outcome outcome = ReadPtFile(qd::ByteView{bytes.data(), bytes.size()},
+                                         "bnb_like_mixed.pt", nullptr, nullptr, &graph);
+  ASSERT_FALSE(outcome.refused);
+  EXPECT_TRUE(outcome.findings.empty());
+  ASSERT_EQ(outcome.tensors.size(), 1u);
+  EXPECT_EQ(outcome.tensors[0].name, "w.weight.absmax");
+  ASSERT_EQ(graph.entries.size(), 3u);
+  for (const PtValueRoot& entry : graph.entries) {
+    EXPECT_NE(graph.nodes[entry.node].kind, PtValueKind::kList) << entry.name;
+  }
+}
+
 }  // namespace
 }  // namespace qd::oracle

@@ -38,6 +38,8 @@
 namespace {
 
 namespace fs = std::filesystem;
+using qdtest::peer::Case;
+using qdtest::peer::CaseName;
 using nlohmann::json;
 using qd::codec::Bnb4bitType;
 
@@ -77,26 +79,7 @@ std::vector<float> TableValues(const json& values) {
   return out;
 }
 
-struct Case {
-  std::string id;
-  json spec;
-};
-
-std::vector<Case> LoadCases() {
-  std::vector<Case> cases;
-  const json m = Manifest();
-  if (!m.is_object() || !m.contains("cases")) return cases;
-  for (const json& c : m["cases"]) cases.push_back({c["id"].get<std::string>(), c});
-  return cases;
-}
-
-std::string CaseName(const testing::TestParamInfo<Case>& info) {
-  std::string name = info.param.id;
-  for (char& ch : name) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return name;
-}
+std::vector<Case> LoadCases() { return qdtest::peer::LoadCases(kDir / "manifest.json"); }
 
 std::vector<qd::codec::Kernel> Kernels() { return qd::codec::AvailableKernels(); }
 

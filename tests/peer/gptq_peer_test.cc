@@ -37,6 +37,8 @@
 namespace {
 
 namespace fs = std::filesystem;
+using qdtest::peer::Case;
+using qdtest::peer::CaseName;
 using nlohmann::json;
 
 const fs::path kDir = QD_PEER_GPTQ_DIR;
@@ -80,26 +82,7 @@ json Manifest() {
   return json::parse(in, nullptr, /*allow_exceptions=*/false);
 }
 
-struct Case {
-  std::string id;
-  json spec;
-};
-
-std::vector<Case> LoadCases() {
-  std::vector<Case> cases;
-  const json m = Manifest();
-  if (!m.is_object() || !m.contains("cases")) return cases;
-  for (const json& c : m["cases"]) cases.push_back({c["id"].get<std::string>(), c});
-  return cases;
-}
-
-std::string CaseName(const testing::TestParamInfo<Case>& info) {
-  std::string name = info.param.id;
-  for (char& ch : name) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return name;
-}
+std::vector<Case> LoadCases() { return qdtest::peer::LoadCases(kDir / "manifest.json"); }
 
 std::string TensorPath(const std::string& id) { return (kDir / (id + ".safetensors")).string(); }
 std::string ConfigPath(const std::string& id) { return (kDir / (id + ".quantize_config.json")).string(); }

@@ -1,6 +1,6 @@
 // peer_file.h: what the codec-side peer tests share: reading a peer file,
-// keeping it in memory with its container view, and comparing binary32
-// values bit for bit.
+// keeping it in memory with its container view, comparing binary32 values
+// bit for bit, and the cases of a manifest.json as gtest parameters.
 #ifndef QUANTDIFF_TESTS_PEER_PEER_FILE_H_
 #define QUANTDIFF_TESTS_PEER_PEER_FILE_H_
 
@@ -13,7 +13,11 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "codecs/safetensors.h"
 
@@ -87,6 +91,40 @@ inline std::string FirstDifference(const std::vector<float>& got, const std::vec
   s << count << " values differ; first at " << first << ": " << std::hexfloat << got[first]
     << " vs " << want[first];
   return s.str();
+}
+
+// One case of a manifest.json: its id and its whole entry.
+struct Case {
+  std::string id;
+  nlohmann::json spec;
+};
+
+// The manifest's cases (none when it is missing or malformed), those keep()
+// accepts when given.
+template <typename Keep = bool (*)(const nlohmann::json&)>
+std::vector<Case> LoadCases(const std::filesystem::path& manifest, Keep keep = nullptr) {
+  std::ifstream in(manifest);
+  const nlohmann::json m = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::vector<Case> cases;
+  if (!m.is_object() || !m.contains("cases")) return cases;
+  for (const nlohmann::json& c : m["cases"]) {
+    if constexpr (!std::is_pointer_v<Keep>) {
+      if (!keep(c)) continue;
+    } else {
+      if (keep != nullptr && !keep(c)) continue;
+    }
+    cases.push_back({c["id"].get<std::string>(), c});
+  }
+  return cases;
+}
+
+// gtest's name for a case: its id with every byte but [A-Za-z0-9] as '_'.
+inline std::string CaseName(const testing::TestParamInfo<Case>& info) {
+  std::string name = info.param.id;
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
 }
 
 }  // namespace qdtest::peer
