@@ -267,6 +267,7 @@ class Reader {
   std::unordered_map<std::string, Storage> storages_;
   std::unordered_set<std::uint32_t> built_;
   u64 visits_ = 0;
+  u64 size_items_ = 0;  // ints copied into torch.Size values so far (4.4)
   std::unordered_set<std::string> names_;
   std::vector<u64> value_depths_;
   u128 output_ = 0;
@@ -769,6 +770,13 @@ bool Reader::Reduce() {
     case kSize: {
       if (a.items.size() != 1 || !IsIntSeq(a.items[0])) return bad("torch.Size takes (tuple of ints,)");
       const std::uint32_t src = a.items[0];
+      // A Size copies its ints; one memoized tuple could be copied again and
+      // again, so all Sizes of a file share one budget (docs/pt.md 4.4).
+      if (N(src).items.size() > kMaxItems - size_items_) {
+        Error("PT-012", "container", op_at_, "more than 1048576 torch.Size items in the file");
+        return false;
+      }
+      size_items_ += N(src).items.size();
       result = NewNode(PtKind::kSize);
       N(result).items = N(src).items;
       break;

@@ -748,6 +748,7 @@ class Walker {
   std::vector<std::uint32_t> stack_;
   std::vector<std::vector<std::uint32_t>> marks_;
   std::uint64_t saved_ = 0;  // items in the stacks saved by marks
+  std::uint64_t size_ints_ = 0;  // ints held by torch.Size values so far (4.4)
   std::map<std::uint64_t, std::uint32_t> memo_;
   std::map<std::string, std::pair<int, std::int64_t>> storage_keys_;  // key -> (dtype, numel)
 };
@@ -889,6 +890,9 @@ bool Walker::Reduce() {
       if (t.size() != 1 || !model_->IntSequence(t[0], &values)) {
         return Fail("PT-014", "args", "torch.Size takes (tuple of ints,)");
       }
+      // docs/pt.md 4.4: all torch.Size values of a file hold at most 2^20 ints.
+      size_ints_ += values.size();
+      if (size_ints_ > kMaxItems) return Fail("PT-012", "container", "too many torch.Size items in the file");
       model_->sizes.push_back(std::move(values));
       result = model_->Add(Kind::kSize, static_cast<std::int64_t>(model_->sizes.size() - 1), 0);
       break;

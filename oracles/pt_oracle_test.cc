@@ -663,6 +663,25 @@ TEST(PtOracle, Pt012StackMemoContainer) {
   ExpectError(Read(StateDict(l.b, kSix)), "PT-012", "container", kPkl + 4 + 2 * 1048576 + 1);
 }
 
+TEST(PtOracle, Pt012TorchSizeInts) {
+  // All torch.Size values of a file hold at most 1048576 ints (docs/pt.md
+  // 4.4): one memoized tuple of 1000 ints, REDUCEd into a Size 1048 times
+  // (1048000 ints), fits; the 1049th REDUCE does not.
+  // {"k": [Size(t), ...]}: PROTO, dict, "k", list, GLOBAL, BINPUT 0, MARK, ...
+  Pkl p;
+  p.proto().dict().str("k").op(0x5D).global("torch", "Size").op(0x71).op(0).mark();
+  for (int i = 0; i < 1000; ++i) p.op(0x4B).op(1);
+  p.tuple().op(0x85).op(0x71).op(1).reduce().op(0x61);
+  for (int k = 1; k < 1048; ++k) p.op(0x68).op(0).op(0x68).op(1).reduce().op(0x61);
+  Pkl fits = p;
+  fits.setitem().stop();
+  EXPECT_FALSE(Read(StateDict(fits.b, kSix)).refused);
+  p.op(0x68).op(0).op(0x68).op(1);
+  const auto at = static_cast<std::int64_t>(p.b.size());
+  p.reduce().op(0x61).setitem().stop();
+  ExpectError(Read(StateDict(p.b, kSix)), "PT-012", "container", kPkl + at);
+}
+
 TEST(PtOracle, Pt012DepthAndNodes) {
   // 65 dicts nested: {"k": {"k": ... {}}}; the root is depth 1, so the
   // innermost is depth 65 -> PT-012 at ds(data.pkl).

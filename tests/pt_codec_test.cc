@@ -786,6 +786,21 @@ TEST(PtPickle, Limits) {
     p.op(0x8a).op(9);
     EXPECT_TRUE(IsError(ReadPk(p), "PT-012", "integer", kDs + 2));
   }
+  {  // torch.Size ints of the whole file: 1048 Sizes of 1000 ints fit, the 1049th not
+    // {"k": [Size(t), Size(t), ...]} with t one memoized tuple of 1000 ints.
+    Pk p;
+    p.proto().dict().str("k").list().glob("torch", "Size").put(0).mark();
+    for (int i = 0; i < 1000; ++i) p.i1(1);
+    p.tuple().op(0x85).put(1).reduce().op('a');
+    for (int k = 1; k < 1048; ++k) p.get(0).get(1).reduce().op('a');
+    Pk fits = p;
+    fits.op('s').stop();
+    EXPECT_FALSE(ReadPk(fits).refused);
+    p.get(0).get(1);
+    const std::uint64_t at = p.at();
+    p.reduce().op('a').op('s').stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-012", "container", kDs + static_cast<std::int64_t>(at)));
+  }
   {  // 1,048,577 items in one list / dict
     Pk p;
     p.proto().dict().str("l").list();
