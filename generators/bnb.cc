@@ -38,15 +38,6 @@ Json FloatNumber(float v) {
   return Json::parse(buf);
 }
 
-const char* DtypeText(codec::BnbDtype d) {
-  switch (d) {
-    case codec::BnbDtype::kFloat16: return "float16";
-    case codec::BnbDtype::kBfloat16: return "bfloat16";
-    case codec::BnbDtype::kFloat32: return "float32";
-  }
-  return "float32";
-}
-
 enum class Kind { k4bitHf, k4bitGptqmodel, kBlockwise8, kInt8Hf, kInt8Gptqmodel };
 
 // A file under construction: tensors by name (written in this order), the
@@ -79,17 +70,30 @@ struct Draft {
   }
   std::string Sibling(const std::string& what) const { return sibling_prefix + what; }
 
-  Generated Write(std::string rule, std::string what) {
+  // Every tensor, the 4-bit JSON state last as a U8 tensor (docs/bnb.md "Layers").
+  std::vector<codec::TensorWithBytes> Tensors() const {
     std::vector<codec::TensorWithBytes> all = tensors;
-    codec::MetadataList meta = metadata;
-    if (state_in_metadata) {
-      meta.emplace_back("bnb_blockwise8_quant_state", state.dump());
-    } else if (!state_name.empty()) {
+    if (!state_in_metadata && !state_name.empty()) {
       const std::vector<std::uint8_t> text = JsonBytes(state);
       all.push_back({{state_name, "U8", {text.size()}, 0}, text});
     }
-    return Generated{codec::SerializeSafetensors(all, &meta), std::move(rule), std::move(what), {}};
+    return all;
   }
+
+  Generated Write() const {
+    codec::MetadataList meta = metadata;
+    if (state_in_metadata) meta.emplace_back("bnb_blockwise8_quant_state", state.dump());
+    const std::vector<codec::TensorWithBytes> all = Tensors();
+    return Generated{codec::SerializeSafetensors(all, &meta), rule, what, {}};
+  }
+
+  // What a violation labels its instance with ("" and a description when valid).
+  Draft Label(std::string r, std::string w) && {
+    rule = std::move(r);
+    what = std::move(w);
+    return std::move(*this);
+  }
+  std::string rule, what;
 };
 
 std::vector<std::uint64_t> RandomShape(Rng& rng) {
@@ -113,42 +117,31 @@ std::uint64_t Product(const std::vector<std::uint64_t>& shape) {
   return n;
 }
 
-Draft Make4bit(Rng& rng, bool gptqmodel, int force_nested = -1) {
+// The HF (W.absmax, W.quant_state.bitsandbytes__T) or GPT-QModel
+// (M.weight_absmax, M.weight_quant_state) tensors of a 4-bit layer, its JSON
+// state kept apart so that violations can edit it before it is written.
+Draft Draft4bit(const Bnb4bitLayer& layer, bool gptqmodel, std::string_view storage) {
   Draft d;
   d.kind = gptqmodel ? Kind::k4bitGptqmodel : Kind::k4bitHf;
-  const std::string module = "model.layers." + std::to_string(Pick(rng, 32)) + ".mlp.down_proj";
-  d.weight = module + ".weight";
-  const auto type = Pick(rng, 2) == 0 ? codec::Bnb4bitType::kNf4 : codec::Bnb4bitType::kFp4;
-  const std::string type_text = type == codec::Bnb4bitType::kNf4 ? "nf4" : "fp4";
+  d.weight = layer.module + ".weight";
+  const std::string type_text = Bnb4bitTypeName(layer.type);
   if (gptqmodel) {
-    d.sibling_prefix = module + ".weight_";
-    d.state_name = module + ".weight_quant_state";
+    d.sibling_prefix = layer.module + ".weight_";
+    d.state_name = layer.module + ".weight_quant_state";
   } else {
     d.sibling_prefix = d.weight + ".";
     d.state_name = d.weight + ".quant_state.bitsandbytes__" + type_text;
   }
-  const std::uint64_t blocksize = 32ull << Pick(rng, 8);
-  const auto dtype = static_cast<codec::BnbDtype>(Pick(rng, 3));
-  const std::vector<std::uint64_t> shape = RandomShape(rng);
-  d.n = Product(shape);
-  d.nested = force_nested >= 0 ? force_nested == 1 : Pick(rng, 2) == 0;
-  const std::vector<float> x = RandomInput(d.n, dtype, rng);
-  codec::Bnb4bitQuantized q;
-  std::string error;
-  codec::QuantizeBnb4bit(x.data(), d.n, type, blocksize, d.nested, &q, &error);
-
-  // quant_storage: the packed bytes may live in a wider float tensor.
-  const std::uint64_t packed = q.packed.size();
-  std::string storage = "U8";
-  std::uint64_t item = 1;
-  const std::uint64_t s = Pick(rng, 4);
-  if (s == 1 && packed % 2 == 0) storage = Pick(rng, 2) ? "F16" : "BF16", item = 2;
-  if (s == 2 && packed % 4 == 0) storage = "F32", item = 4;
-  d.Add(d.weight, storage, {packed / item, 1}, q.packed);
-  const auto& table = codec::Bnb4bitTable(type);
+  const codec::Bnb4bitQuantized& q = layer.q;
+  d.n = Product(layer.shape);
+  d.nested = q.nested;
+  // quant_storage: the packed bytes may live in a wider tensor (docs/bnb.md step 8).
+  const std::uint64_t item = PtItemSize(storage);
+  d.Add(d.weight, std::string(storage), {q.packed.size() / item, 1}, q.packed);
+  const auto& table = codec::Bnb4bitTable(layer.type);
   d.Add(d.Sibling("quant_map"), "F32", {16}, AsBytes(std::vector<float>(table.begin(), table.end())));
-  d.state = Json{{"quant_type", type_text}, {"blocksize", blocksize}, {"dtype", DtypeText(dtype)},
-                 {"shape", shape}};
+  d.state = Json{{"quant_type", type_text}, {"blocksize", layer.blocksize}, {"dtype", BnbDtypeName(layer.dtype)},
+                 {"shape", layer.shape}};
   if (d.nested) {
     d.Add(d.Sibling("absmax"), "U8", {q.absmax_codes.size()}, q.absmax_codes);
     d.Add(d.Sibling("nested_absmax"), "F32", {q.nested_absmax.size()}, AsBytes(q.nested_absmax));
@@ -160,6 +153,11 @@ Draft Make4bit(Rng& rng, bool gptqmodel, int force_nested = -1) {
     d.Add(d.Sibling("absmax"), "F32", {q.absmax.size()}, AsBytes(q.absmax));
   }
   return d;
+}
+
+Draft Make4bit(Rng& rng, bool gptqmodel, int force_nested = -1) {
+  const Bnb4bitLayer layer = RandomBnb4bitLayer(rng, force_nested);
+  return Draft4bit(layer, gptqmodel, RandomBnbQuantStorage(layer.q.packed.size(), rng));
 }
 
 Draft MakeBlockwise8(Rng& rng, int force_nested = -1) {
@@ -181,7 +179,7 @@ Draft MakeBlockwise8(Rng& rng, int force_nested = -1) {
   codec::QuantizeBlockwise8(x.data(), d.n, map.data(), blocksize, &codes, &absmax, &error);
   d.Add(d.weight, "U8", shape, codes);
   d.Add(d.Sibling("quant_map"), "F32", {256}, AsBytes(map));
-  d.state = Json{{"quant_type", nullptr}, {"blocksize", blocksize}, {"dtype", DtypeText(dtype)},
+  d.state = Json{{"quant_type", nullptr}, {"blocksize", blocksize}, {"dtype", BnbDtypeName(dtype)},
                  {"shape", nullptr}};
   if (d.nested) {
     // As quantize_blockwise(nested=True): absmax - mean, same blocksize.
@@ -204,10 +202,10 @@ Draft MakeBlockwise8(Rng& rng, int force_nested = -1) {
   return d;
 }
 
-Draft MakeInt8(Rng& rng, bool gptqmodel) {
+// An int8 row-scaled layer of module M (docs/bnb.md "int8 row-scaled layer").
+Draft DraftInt8(const std::string& module, bool gptqmodel, Rng& rng) {
   Draft d;
   d.kind = gptqmodel ? Kind::kInt8Gptqmodel : Kind::kInt8Hf;
-  const std::string module = "model.layers." + std::to_string(Pick(rng, 32)) + ".mlp.up_proj";
   d.weight = module + ".weight";
   const std::uint64_t rows = 1 + Pick(rng, 20);
   const std::uint64_t columns = 1 + Pick(rng, 100);
@@ -230,6 +228,11 @@ Draft MakeInt8(Rng& rng, bool gptqmodel) {
     d.Add(module + ".weight_format", "U8", {}, {0});
   }
   return d;
+}
+
+Draft MakeInt8(Rng& rng, bool gptqmodel) {
+  const std::string module = "model.layers." + std::to_string(Pick(rng, 32)) + ".mlp.up_proj";
+  return DraftInt8(module, gptqmodel, rng);
 }
 
 Draft RandomDraft(Rng& rng) {
@@ -255,23 +258,20 @@ void SetFloat(codec::TensorWithBytes* t, std::size_t index, float v) {
   std::memcpy(t->bytes.data() + 4 * index, &v, 4);
 }
 
-}  // namespace
-
-Generated BnbValid(Rng& rng) {
+Draft ValidDraft(Rng& rng) {
   Draft d = RandomDraft(rng);
   if (Pick(rng, 3) == 0) {  // a plain tensor beside the layer
     d.Add("model.norm.weight", "F32", {4}, AsBytes(std::vector<float>{1.0f, 0.5f, -2.0f, 0.0f}));
   }
-  return d.Write("", "valid bitsandbytes file");
+  return std::move(d).Label("", "valid bitsandbytes file");
 }
 
-std::vector<std::string> BnbViolableRules() {
-  return {"BNB-001", "BNB-002", "BNB-004", "BNB-101", "BNB-102", "BNB-103", "BNB-104",
-          "BNB-105", "BNB-106", "BNB-107", "BNB-108"};
-}
-
-Generated BnbViolation(std::string_view rule, Rng& rng) {
-  const std::string r(rule);
+// The instance BnbViolation writes. tensor_table_only: never the 8-bit
+// blockwise layout, whose state is a safetensors __metadata__ entry and so
+// cannot occur in a .pt tensor table (docs/pt.md 6.4); the draws stay those
+// of the safetensors instance where the choice is not blockwise.
+Draft Violation(const std::string& r, Rng& rng, bool tensor_table_only) {
+  const bool blockwise_ok = !tensor_table_only;
   if (r == "BNB-001") {
     Draft d = Make4bit(rng, false, 0);
     switch (Pick(rng, 4)) {
@@ -286,7 +286,7 @@ Generated BnbViolation(std::string_view rule, Rng& rng) {
         ResizeFloats(absmax, FloatCount(absmax) + 1);
       }
     }
-    return d.Write(r, "4-bit quant_type, blocksize or absmax count outside BNB-001");
+    return std::move(d).Label(r, "4-bit quant_type, blocksize or absmax count outside BNB-001");
   }
   if (r == "BNB-002") {
     Draft d = Make4bit(rng, Pick(rng, 2) == 1);
@@ -298,10 +298,10 @@ Generated BnbViolation(std::string_view rule, Rng& rng) {
       w->bytes.pop_back();
     }
     w->spec.shape = {w->bytes.size(), 1};
-    return d.Write(r, "packed weight is not ceil(n/2) bytes");
+    return std::move(d).Label(r, "packed weight is not ceil(n/2) bytes");
   }
   if (r == "BNB-004") {
-    Draft d = Pick(rng, 3) == 0 ? MakeBlockwise8(rng, 1) : Make4bit(rng, Pick(rng, 2) == 1, 1);
+    Draft d = Pick(rng, 3) == 0 && blockwise_ok ? MakeBlockwise8(rng, 1) : Make4bit(rng, Pick(rng, 2) == 1, 1);
     switch (Pick(rng, 6)) {
       case 0: d.state.erase("nested_offset"); break;
       case 1: d.Remove(d.Sibling("nested_absmax")); break;
@@ -313,10 +313,10 @@ Generated BnbViolation(std::string_view rule, Rng& rng) {
         ResizeFloats(map, 255);
       }
     }
-    return d.Write(r, "nested statistics incomplete");
+    return std::move(d).Label(r, "nested statistics incomplete");
   }
   if (r == "BNB-101") {
-    Draft d = Pick(rng, 4) == 0 ? MakeBlockwise8(rng) : Make4bit(rng, Pick(rng, 2) == 1);
+    Draft d = Pick(rng, 4) == 0 && blockwise_ok ? MakeBlockwise8(rng) : Make4bit(rng, Pick(rng, 2) == 1);
     switch (Pick(rng, 6)) {
       case 0: d.state.erase("blocksize"); break;
       case 1: d.state["blocksize"] = "64"; break;
@@ -330,7 +330,7 @@ Generated BnbViolation(std::string_view rule, Rng& rng) {
           d.state["shape"] = Json::array({1.5});
         }
     }
-    return d.Write(r, "quant_state JSON malformed");
+    return std::move(d).Label(r, "quant_state JSON malformed");
   }
   if (r == "BNB-102") {
     Draft d = Make4bit(rng, false, 0);
@@ -351,12 +351,12 @@ Generated BnbViolation(std::string_view rule, Rng& rng) {
         ResizeFloats(map, 15);
       }
     }
-    return d.Write(r, "quant_state disagrees with the tensors");
+    return std::move(d).Label(r, "quant_state disagrees with the tensors");
   }
   if (r == "BNB-103") {
-    Draft d = Pick(rng, 3) == 0 ? MakeBlockwise8(rng) : Make4bit(rng, Pick(rng, 2) == 1);
+    Draft d = Pick(rng, 3) == 0 && blockwise_ok ? MakeBlockwise8(rng) : Make4bit(rng, Pick(rng, 2) == 1);
     d.state["dtype"] = std::vector<std::string>{"float64", "int8", "half", ""}[Pick(rng, 4)];
-    return d.Write(r, "unknown restored dtype");
+    return std::move(d).Label(r, "unknown restored dtype");
   }
   if (r == "BNB-104") {
     const float bad[] = {INFINITY, -INFINITY, NAN};
@@ -366,19 +366,19 @@ Generated BnbViolation(std::string_view rule, Rng& rng) {
         Draft d = Make4bit(rng, Pick(rng, 2) == 1, 0);
         codec::TensorWithBytes* absmax = d.Find(d.Sibling("absmax"));
         SetFloat(absmax, Pick(rng, FloatCount(absmax)), v);
-        return d.Write(r, "non-finite absmax");
+        return std::move(d).Label(r, "non-finite absmax");
       }
       case 1: {
         Draft d = Make4bit(rng, Pick(rng, 2) == 1, 1);
         codec::TensorWithBytes* nested = d.Find(d.Sibling("nested_absmax"));
         SetFloat(nested, Pick(rng, FloatCount(nested)), v);
-        return d.Write(r, "non-finite nested_absmax");
+        return std::move(d).Label(r, "non-finite nested_absmax");
       }
       default: {
         Draft d = MakeInt8(rng, Pick(rng, 2) == 1);
         codec::TensorWithBytes* scb = d.Find(d.scale_name);
         SetFloat(scb, Pick(rng, FloatCount(scb)), v);
-        return d.Write(r, "non-finite SCB");
+        return std::move(d).Label(r, "non-finite SCB");
       }
     }
   }
@@ -394,14 +394,14 @@ Generated BnbViolation(std::string_view rule, Rng& rng) {
               {text.size()}, text);
       }
     }
-    return d.Write(r, "layer incomplete or ambiguous");
+    return std::move(d).Label(r, "layer incomplete or ambiguous");
   }
   if (r == "BNB-106") {
     Draft d = Make4bit(rng, Pick(rng, 2) == 1);
     const bool nf4 = d.state["quant_type"] == "nf4";
     const auto& other = codec::Bnb4bitTable(nf4 ? codec::Bnb4bitType::kFp4 : codec::Bnb4bitType::kNf4);
     d.Find(d.Sibling("quant_map"))->bytes = AsBytes(std::vector<float>(other.begin(), other.end()));
-    return d.Write(r, "stored quant_map is the other table (warning)");
+    return std::move(d).Label(r, "stored quant_map is the other table (warning)");
   }
   if (r == "BNB-107") {
     Draft d = MakeBlockwise8(rng, 0);
@@ -418,7 +418,7 @@ Generated BnbViolation(std::string_view rule, Rng& rng) {
         ResizeFloats(absmax, FloatCount(absmax) + 1);
       }
     }
-    return d.Write(r, "8-bit blockwise layer malformed");
+    return std::move(d).Label(r, "8-bit blockwise layer malformed");
   }
   if (r == "BNB-108") {
     Draft d = MakeInt8(rng, false);
@@ -435,9 +435,77 @@ Generated BnbViolation(std::string_view rule, Rng& rng) {
       }
       default: d.Find(d.Sibling("weight_format"))->bytes = {1};
     }
-    return d.Write(r, "int8 row-scaled layer malformed");
+    return std::move(d).Label(r, "int8 row-scaled layer malformed");
   }
-  return BnbValid(rng);
+  return ValidDraft(rng);
+}
+
+}  // namespace
+
+const char* Bnb4bitTypeName(codec::Bnb4bitType type) {
+  return type == codec::Bnb4bitType::kNf4 ? "nf4" : "fp4";
+}
+
+const char* BnbDtypeName(codec::BnbDtype dtype) {
+  switch (dtype) {
+    case codec::BnbDtype::kFloat16: return "float16";
+    case codec::BnbDtype::kBfloat16: return "bfloat16";
+    case codec::BnbDtype::kFloat32: return "float32";
+  }
+  return "float32";
+}
+
+Bnb4bitLayer RandomBnb4bitLayer(Rng& rng, int force_nested) {
+  Bnb4bitLayer layer;
+  layer.module = "model.layers." + std::to_string(Pick(rng, 32)) + ".mlp.down_proj";
+  layer.type = Pick(rng, 2) == 0 ? codec::Bnb4bitType::kNf4 : codec::Bnb4bitType::kFp4;
+  layer.blocksize = 32ull << Pick(rng, 8);
+  layer.dtype = static_cast<codec::BnbDtype>(Pick(rng, 3));
+  layer.shape = RandomShape(rng);
+  const std::uint64_t n = Product(layer.shape);
+  const bool nested = force_nested >= 0 ? force_nested == 1 : Pick(rng, 2) == 0;
+  const std::vector<float> x = RandomInput(n, layer.dtype, rng);
+  std::string error;
+  codec::QuantizeBnb4bit(x.data(), n, layer.type, layer.blocksize, nested, &layer.q, &error);
+  return layer;
+}
+
+std::string RandomBnbQuantStorage(std::uint64_t packed_bytes, Rng& rng) {
+  std::string storage = "U8";
+  const std::uint64_t s = Pick(rng, 4);
+  if (s == 1 && packed_bytes % 2 == 0) storage = Pick(rng, 2) ? "F16" : "BF16";
+  if (s == 2 && packed_bytes % 4 == 0) storage = "F32";
+  return storage;
+}
+
+std::vector<codec::TensorWithBytes> Bnb4bitTensors(const Bnb4bitLayer& layer, bool gptqmodel,
+                                                   std::string_view storage) {
+  return Draft4bit(layer, gptqmodel, storage).Tensors();
+}
+
+std::vector<codec::TensorWithBytes> BnbInt8Tensors(const std::string& module, bool gptqmodel, Rng& rng) {
+  return DraftInt8(module, gptqmodel, rng).Tensors();
+}
+
+std::vector<std::uint8_t> BnbWriteSafetensors(const std::vector<codec::TensorWithBytes>& tensors) {
+  const codec::MetadataList meta = {{"format", "pt"}};
+  return codec::SerializeSafetensors(tensors, &meta);
+}
+
+Generated BnbValid(Rng& rng) { return ValidDraft(rng).Write(); }
+
+std::vector<std::string> BnbViolableRules() {
+  return {"BNB-001", "BNB-002", "BNB-004", "BNB-101", "BNB-102", "BNB-103", "BNB-104",
+          "BNB-105", "BNB-106", "BNB-107", "BNB-108"};
+}
+
+Generated BnbViolation(std::string_view rule, Rng& rng) {
+  return Violation(std::string(rule), rng, false).Write();
+}
+
+BnbTensorSet BnbViolationTensors(std::string_view rule, Rng& rng) {
+  const Draft d = Violation(std::string(rule), rng, true);
+  return {d.Tensors(), d.rule, d.what};
 }
 
 }  // namespace qd::gen

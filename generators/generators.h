@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "codecs/bnb.h"
 #include "codecs/safetensors.h"
 #include "harness/registry.h"
 
@@ -43,6 +44,49 @@ harness::Generated RbqViolation(std::string_view rule, harness::Rng& rng);
 harness::Generated BnbValid(harness::Rng& rng);
 std::vector<std::string> BnbViolableRules();
 harness::Generated BnbViolation(std::string_view rule, harness::Rng& rng);
+
+// One 4-bit layer quantized with codec::QuantizeBnb4bit from random weights
+// (layer.q.nested: flat or nested statistics), before any layout names it:
+// BnbValid's and BnbViolation's layers, and the .pt layers below, are made
+// from these. W is module + ".weight".
+struct Bnb4bitLayer {
+  std::string module = "model.layers.0.mlp.down_proj";
+  codec::Bnb4bitType type = codec::Bnb4bitType::kNf4;
+  std::uint64_t blocksize = 64;
+  codec::BnbDtype dtype = codec::BnbDtype::kFloat32;
+  std::vector<std::uint64_t> shape;  // the JSON / list shape; n = its product
+  codec::Bnb4bitQuantized q;
+};
+// How the JSON state and the list layout spell them: "nf4" / "fp4";
+// "float16" / "bfloat16" / "float32".
+const char* Bnb4bitTypeName(codec::Bnb4bitType type);
+const char* BnbDtypeName(codec::BnbDtype dtype);
+// force_nested: -1 random, 0 flat, 1 nested.
+Bnb4bitLayer RandomBnb4bitLayer(harness::Rng& rng, int force_nested = -1);
+// A quant_storage dtype ("U8" mostly, "F16", "BF16", "F32" when it divides
+// packed_bytes) for W's packed bytes (docs/bnb.md step 8: any dtype).
+std::string RandomBnbQuantStorage(std::uint64_t packed_bytes, harness::Rng& rng);
+// The layer's tensors in the HF layout (W, W.quant_map, W.absmax [,
+// W.nested_absmax, W.nested_quant_map], W.quant_state.bitsandbytes__T as a
+// U8 JSON text, last) or GPT-QModel's (M.weight_*); W holds the packed bytes
+// as `storage` of shape [bytes / item size, 1].
+std::vector<codec::TensorWithBytes> Bnb4bitTensors(const Bnb4bitLayer& layer, bool gptqmodel,
+                                                   std::string_view storage = "U8");
+// An int8 row-scaled layer of module M quantized with codec::QuantizeBnbInt8Rows:
+// M.weight I8 [rows, columns] and M.SCB F32 [rows] with M.weight_format U8 0
+// (Linear8bitLt), or M.weight_scb (GPT-QModel).
+std::vector<codec::TensorWithBytes> BnbInt8Tensors(const std::string& module, bool gptqmodel,
+                                                   harness::Rng& rng);
+// The bitsandbytes generator's safetensors writer (metadata {"format": "pt"}).
+std::vector<std::uint8_t> BnbWriteSafetensors(const std::vector<codec::TensorWithBytes>& tensors);
+// A BnbViolation instance before it is written, limited to the layouts a
+// tensor table holds (no 8-bit blockwise: its state is __metadata__, which a
+// .pt file does not have; docs/pt.md 6.4).
+struct BnbTensorSet {
+  std::vector<codec::TensorWithBytes> tensors;
+  std::string expected_rule, description;
+};
+BnbTensorSet BnbViolationTensors(std::string_view rule, harness::Rng& rng);
 
 // GPTQ (rules GPTQ-*, CFG-*, docs/gptq.md): v1 / v2 continuous and planar
 // layers packed with codec::GptqEncode, one or two per file, sorted or
@@ -78,7 +122,11 @@ std::string GptqConfigText(int format, int bits, std::int64_t group_size);
 // (or Python zipfile's plain layout), and a data.pkl of hand-written protocol
 // 2 (sometimes 4) opcodes: an OrderedDict or dict root, tensors through
 // _rebuild_tensor_v2 and persistent-ID storages, views sharing a storage,
-// nested dicts, int keys and plain values beside the tensors.
+// nested dicts, int keys and plain values beside the tensors; one valid file
+// in three also holds bitsandbytes layers (RandomPtBnbLayers). The violable
+// rules are PT-* and the BNB-* rules a .pt file can break (docs/pt.md 6.4,
+// 7.4: BNB-001, -002, -004, -101..-106, -108), each in one layer, list
+// layout or tensors, of a file that is otherwise valid.
 harness::Generated PtValid(harness::Rng& rng);
 std::vector<std::string> PtViolableRules();
 harness::Generated PtViolation(std::string_view rule, harness::Rng& rng);
@@ -149,14 +197,125 @@ struct PtDraft {
   std::vector<std::string> values;        // names of the value table entries
 };
 
+// ---- a state dict given value by value (docs/pt.md 4.2, 5, 6) ------------------
+
+// A tensor: what the readers' tensor table must give back (docs/pt.md 5.3),
+// and how its storage holds it.
+struct PtTensorData {
+  std::string dtype = "F32";  // "F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL"
+  std::vector<std::uint64_t> shape;
+  std::vector<std::uint8_t> bytes;  // C order, little-endian, numel * item size
+  // kContiguous: the whole storage. The others make a view readers must
+  // materialise: kTransposed, the storage holds the tensor with its axes
+  // reversed (rank >= 2; rank 0 and 1 get kStrided); kOffsetSlice, a slice
+  // starting at storage element 1..3 of a longer storage; kStrided, every
+  // other storage element. Unused storage elements hold 0xEE bytes.
+  enum class Layout : std::uint8_t { kContiguous, kTransposed, kOffsetSlice, kStrided };
+  Layout layout = Layout::kContiguous;
+};
+
+// Item size in bytes of a tensor table dtype (docs/pt.md 4.3); 1 for any other text.
+std::uint64_t PtItemSize(std::string_view dtype);
+
+// One value of a state dict, as the pickle builds it (docs/pt.md 4.2).
+struct PtObject {
+  enum class Kind : std::uint8_t {
+    kNone, kBool, kInt, kFloat, kStr, kTuple, kList, kSize, kToken, kDict, kTensor,
+  };
+  Kind kind = Kind::kNone;
+  bool boolean = false;      // kBool; kDict: collections.OrderedDict() rather than {}
+  std::int64_t integer = 0;  // kInt
+  double real = 0.0;         // kFloat (binary64, BINFLOAT)
+  // kStr: the text; kToken: the name of an allow-listed torch global pickled
+  // unreduced: a dtype ("float16", "float32", ..., how torch.float16 pickles)
+  // or a storage class ("FloatStorage") or "Size".
+  std::string text = {};
+  std::vector<PtObject> items = {};                            // kTuple, kList, kSize (kInt items)
+  std::vector<std::pair<std::string, PtObject>> entries = {};  // kDict, insertion order
+  PtTensorData tensor = {};                                    // kTensor
+
+  static PtObject None() { return {}; }
+  static PtObject Bool(bool b);
+  static PtObject Int(std::int64_t i);
+  static PtObject Float(double f);
+  static PtObject Str(std::string s);
+  static PtObject Tuple(std::vector<PtObject> items);
+  static PtObject List(std::vector<PtObject> items);
+  static PtObject Size(const std::vector<std::int64_t>& dims);  // torch.Size
+  static PtObject Token(std::string name);
+  static PtObject Dict(std::vector<std::pair<std::string, PtObject>> entries = {}, bool ordered = false);
+  static PtObject Tensor(PtTensorData tensor);
+};
+
+// The root dict's items, in order.
+using PtStateDict = std::vector<std::pair<std::string, PtObject>>;
+
+// Adds `value` under the flattened name `name` (docs/pt.md 6.1): at the root
+// when nest is 0, else the first `nest` dot-separated segments become nested
+// dicts (joined with dicts already there), so {"a": {"b.c": v}} for "a.b.c"
+// and nest 1. The caller keeps names unique; a segment that is already a
+// non-dict key gives a file with a repeated key (PT-017).
+void PtPut(PtStateDict* dict, std::string_view name, PtObject value, int nest = 0);
+
+struct PtWriteOptions {
+  int protocol = 2;         // 2..5 (4 and 5 add FRAME, MEMOIZE, STACK_GLOBAL)
+  bool ordered = true;      // the root is an OrderedDict (torch's state_dict()) or a plain dict
+  bool big_endian = false;  // a byteorder record "big", every storage byte-swapped (docs/pt.md 5.2)
+};
+// The file torch.save would write for this root (torch 1.13 style ZIP,
+// archive/ prefix), and where its entries are.
+std::vector<std::uint8_t> PtWriteStateDict(const PtStateDict& root, const PtWriteOptions& options = {},
+                                           PtZipLayout* layout = nullptr);
+
 struct PtDraftOptions {
   int max_items = 6;        // items of the root dict (at least 1)
   bool copies = false;      // each view gets a contiguous copy "<name>_copy" beside it
   bool allow_big = true;    // byteorder = big sometimes
   int protocol = 0;         // 0: random (2 mostly, 3..5 sometimes)
+  // Items put into the random root after its content, each at a random place
+  // (names must not collide with the random content's, which are a word and
+  // a number: "weight3", "layers5.bias7", 1004).
+  PtStateDict extra;
 };
 PtDraft PtRandomDraft(harness::Rng& rng, const PtDraftOptions& options = {});
 std::vector<std::uint8_t> PtWriteDraft(const PtDraft& draft, PtZipLayout* layout = nullptr);
+
+// ---- bitsandbytes layers in a state dict (docs/pt.md 6.4, 7; docs/bnb.md) --------
+
+// How a 4-bit layer is written in the QuantState list layout (docs/pt.md 7.3):
+// flat [absmax, shape, dtype token, blocksize, None, quant_type(, table)] or
+// nested [absmax codes U8, shape, dtype, blocksize, [offset, state2], quant_type(, table)]
+// with state2 = [nested_absmax, code F32[256], nested_blocksize, False,
+// torch.float32, None, None] (quantize_blockwise's list).
+struct BnbListOptions {
+  bool tuple = false;            // S a tuple (else a list)
+  int shape_as = 0;              // S[1]: 0 torch.Size, 1 tuple, 2 list
+  bool with_table = true;        // S[6]: get_4bit_type(quant_type), F32[16] (bnb 0.40); else 6 items
+  bool offset_as_float = false;  // nested: offset a Python float, else a 0-d F32 tensor (absmax.mean())
+  bool pair_tuple = false;       // nested: S[4] a tuple (else a list)
+  bool state2_tuple = false;     // nested: state2 a tuple (else a list)
+  // W holds the packed bytes (bnb 0.40: U8 [ceil(n/2), 1]); other dtypes
+  // when their size divides the byte count; w_flat: shape [bytes / size].
+  std::string w_storage = "U8";
+  bool w_flat = false;
+};
+BnbListOptions RandomBnbListOptions(const Bnb4bitLayer& layer, harness::Rng& rng);
+// The list S (`W.quant_state`) and the packed weight W.
+PtObject Bnb4bitListState(const Bnb4bitLayer& layer, const BnbListOptions& options);
+PtTensorData Bnb4bitListWeight(const Bnb4bitLayer& layer, const BnbListOptions& options);
+// Puts W and W.quant_state into dict (PtPut with nest).
+void PtPutBnbListLayer(PtStateDict* dict, const Bnb4bitLayer& layer, const BnbListOptions& options,
+                       int nest = 0);
+// The tensors of a safetensors-style layer (Bnb4bitTensors, BnbInt8Tensors)
+// put into dict under their names, contiguous (PtPut with nest).
+void PtPutTensors(PtStateDict* dict, const std::vector<codec::TensorWithBytes>& tensors, int nest = 0);
+// Every tensor of dict and of the values below it (lists, tuples, dicts),
+// depth first: to give some a non-contiguous layout.
+std::vector<PtTensorData*> PtTensorsIn(PtStateDict* dict);
+// One or two valid layers of the kinds a .pt file holds (list layout flat or
+// nested in all its spellings, HF and GPT-QModel 4-bit, both int8 layouts),
+// modules "blocks.<i>.<proj>", some dicts nested, some tensors views.
+PtStateDict RandomPtBnbLayers(harness::Rng& rng);
 
 // Parameters of one RBQ file, exposed so fuzz targets can build from input.
 struct RbqFileParams {

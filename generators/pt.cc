@@ -17,6 +17,7 @@
 #include <set>
 
 #include "generators/generators.h"
+#include "generators/pt_bnb.h"
 
 namespace qd::gen {
 namespace {
@@ -509,6 +510,23 @@ Bytes RandomElements(int dtype, std::uint64_t n, Rng& rng) {
   return b;
 }
 
+// Calls f(i, s) for every C-order element i of t and its storage element
+// s(i) = offset + sum(i_k * stride[k]) (docs/pt.md 5.3).
+template <typename F>
+void ForEachElement(const Tensor& t, F f) {
+  const std::uint64_t n = Numel(t.size);
+  std::vector<std::int64_t> index(t.size.size(), 0);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    std::uint64_t s = static_cast<std::uint64_t>(t.offset);
+    for (std::size_t k = 0; k < index.size(); ++k) s += static_cast<std::uint64_t>(index[k] * t.stride[k]);
+    f(i, s);
+    for (int k = static_cast<int>(index.size()) - 1; k >= 0; --k) {
+      if (++index[k] < t.size[k]) break;
+      index[k] = 0;
+    }
+  }
+}
+
 // ---- a state dict under construction ----------------------------------------------------
 
 struct Model {
@@ -677,6 +695,87 @@ struct Model {
     }
   }
 
+  // A tensor given by its C-order bytes (PtTensorData), on a storage of its
+  // own laid out as data.layout says; the storage is complete (Finish leaves it).
+  V AddTensorData(const PtTensorData& data) {
+    int dtype = 8;  // U8 for a dtype outside the ten
+    for (int d = 0; d < kDtypeCount; ++d) {
+      if (data.dtype == kDtypes[d].code) dtype = d;
+    }
+    const std::uint64_t isz = static_cast<std::uint64_t>(kDtypes[dtype].size);
+    Tensor t;
+    for (std::uint64_t d : data.shape) t.size.push_back(static_cast<std::int64_t>(d));
+    const std::vector<std::int64_t> contiguous = ContiguousStrides(t.size);
+    const std::uint64_t numel = Numel(t.size);
+    PtTensorData::Layout layout = data.layout;
+    if (layout == PtTensorData::Layout::kTransposed && t.size.size() < 2) layout = PtTensorData::Layout::kStrided;
+    std::uint64_t tail = 0;  // storage elements after the view's last one
+    switch (layout) {
+      case PtTensorData::Layout::kContiguous: t.stride = contiguous; break;
+      case PtTensorData::Layout::kTransposed: {
+        // The storage is the tensor with its axes reversed, in C order; the
+        // view reads it back through the reversed strides, as x.t() does.
+        std::vector<std::int64_t> reversed(t.size.rbegin(), t.size.rend());
+        const std::vector<std::int64_t> rs = ContiguousStrides(reversed);
+        t.stride.assign(rs.rbegin(), rs.rend());
+        break;
+      }
+      case PtTensorData::Layout::kOffsetSlice:
+        t.stride = contiguous;
+        t.offset = static_cast<std::int64_t>(1 + numel % 3);
+        tail = 2;
+        break;
+      case PtTensorData::Layout::kStrided:
+        for (std::int64_t c : contiguous) t.stride.push_back(2 * c);
+        if (t.size.empty()) t.offset = 1;  // a 0-d tensor has no stride: an offset instead
+        tail = 1;
+        break;
+    }
+    t.storage = AddStorage(dtype);
+    Storage& st = storages[t.storage];
+    st.numel = Extent(t) + tail;
+    st.bytes.assign(st.numel * isz, 0xEE);
+    st.explicit_bytes = true;
+    ForEachElement(t, [&](std::uint64_t i, std::uint64_t at) {
+      for (std::uint64_t k = 0; k < isz; ++k) {
+        st.bytes[at * isz + k] = i * isz + k < data.bytes.size() ? data.bytes[i * isz + k] : 0;
+      }
+    });
+    return AddTensor(std::move(t));
+  }
+
+  V FromObject(const PtObject& o) {
+    using K = PtObject::Kind;
+    switch (o.kind) {
+      case K::kNone: return None();
+      case K::kBool: return Bool(o.boolean);
+      case K::kInt: return Int(o.integer);
+      case K::kFloat: return Float(o.real);
+      case K::kStr: return Str(o.text);
+      case K::kToken: return DtypeToken(o.text);
+      case K::kTensor: return AddTensorData(o.tensor);
+      case K::kDict: {
+        V d = Dict(o.boolean);
+        for (const auto& [k, v] : o.entries) d->entries.emplace_back(Str(k), FromObject(v));
+        return d;
+      }
+      default: {
+        std::vector<V> items;
+        for (const PtObject& item : o.items) items.push_back(FromObject(item));
+        return Seq(o.kind == K::kTuple ? Value::kTuple : o.kind == K::kList ? Value::kList : Value::kSize,
+                   std::move(items));
+      }
+    }
+  }
+
+  // Items added to a finished root, each at a random place among its items.
+  void Insert(const PtStateDict& items, Rng& rng) {
+    for (const auto& [k, v] : items) {
+      const std::size_t at = Pick(rng, root->entries.size() + 1);
+      root->entries.insert(root->entries.begin() + static_cast<std::ptrdiff_t>(at), {Str(k), FromObject(v)});
+    }
+  }
+
   // Storage sizes and bytes: a storage is at least as long as its views need
   // (a contiguous tensor's storage exactly its elements).
   void Finish(Rng& rng) {
@@ -702,16 +801,9 @@ Bytes Materialise(const Tensor& t, const Storage& st) {
   if (n > (1u << 24) || Extent(t) * isz > st.bytes.size()) return {};
   Bytes out;
   out.reserve(n * isz);
-  std::vector<std::int64_t> index(t.size.size(), 0);
-  for (std::uint64_t i = 0; i < n; ++i) {
-    std::uint64_t s = static_cast<std::uint64_t>(t.offset);
-    for (std::size_t k = 0; k < index.size(); ++k) s += static_cast<std::uint64_t>(index[k] * t.stride[k]);
+  ForEachElement(t, [&](std::uint64_t, std::uint64_t s) {
     out.insert(out.end(), st.bytes.begin() + s * isz, st.bytes.begin() + (s + 1) * isz);
-    for (int k = static_cast<int>(index.size()) - 1; k >= 0; --k) {
-      if (++index[k] < t.size[k]) break;
-      index[k] = 0;
-    }
-  }
+  });
   return out;
 }
 
@@ -826,6 +918,7 @@ Model RandomModel(Rng& rng, const PtDraftOptions& options) {
       }
     }
   }
+  if (!options.extra.empty()) m.Insert(options.extra, rng);
   return m;
 }
 
@@ -1756,19 +1849,80 @@ PtDraft PtRandomDraft(Rng& rng, const PtDraftOptions& options) {
   return Serialize(RandomModel(rng, options));
 }
 
+std::uint64_t PtItemSize(std::string_view dtype) {
+  for (const PtDtype& d : kDtypes) {
+    if (dtype == d.code) return static_cast<std::uint64_t>(d.size);
+  }
+  return 1;
+}
+
+std::vector<std::uint8_t> PtWriteStateDict(const PtStateDict& root, const PtWriteOptions& options,
+                                           PtZipLayout* layout) {
+  Model m;
+  m.protocol = options.protocol;
+  m.byteorder = options.big_endian ? 2 : 0;
+  m.root = Dict(options.ordered);
+  for (const auto& [k, v] : root) m.root->entries.emplace_back(Str(k), m.FromObject(v));
+  return WriteModel(m, layout);
+}
+
+PtObject PtObject::Bool(bool b) { return {.kind = Kind::kBool, .boolean = b}; }
+PtObject PtObject::Int(std::int64_t i) { return {.kind = Kind::kInt, .integer = i}; }
+PtObject PtObject::Float(double f) { return {.kind = Kind::kFloat, .real = f}; }
+PtObject PtObject::Str(std::string s) { return {.kind = Kind::kStr, .text = std::move(s)}; }
+PtObject PtObject::Token(std::string name) { return {.kind = Kind::kToken, .text = std::move(name)}; }
+PtObject PtObject::Tuple(std::vector<PtObject> items) { return {.kind = Kind::kTuple, .items = std::move(items)}; }
+PtObject PtObject::List(std::vector<PtObject> items) { return {.kind = Kind::kList, .items = std::move(items)}; }
+PtObject PtObject::Size(const std::vector<std::int64_t>& dims) {
+  PtObject o{.kind = Kind::kSize};
+  for (std::int64_t d : dims) o.items.push_back(Int(d));
+  return o;
+}
+PtObject PtObject::Dict(std::vector<std::pair<std::string, PtObject>> entries, bool ordered) {
+  return {.kind = Kind::kDict, .boolean = ordered, .entries = std::move(entries)};
+}
+PtObject PtObject::Tensor(PtTensorData tensor) { return {.kind = Kind::kTensor, .tensor = std::move(tensor)}; }
+
+void PtPut(PtStateDict* dict, std::string_view name, PtObject value, int nest) {
+  const std::size_t dot = name.find('.');
+  if (nest > 0 && dot != std::string_view::npos && dot > 0 && dot + 1 < name.size()) {
+    const std::string key(name.substr(0, dot));
+    for (auto& [k, v] : *dict) {
+      if (k == key && v.kind == PtObject::Kind::kDict) {
+        PtPut(&v.entries, name.substr(dot + 1), std::move(value), nest - 1);
+        return;
+      }
+    }
+    PtObject sub = PtObject::Dict();
+    PtPut(&sub.entries, name.substr(dot + 1), std::move(value), nest - 1);
+    dict->emplace_back(key, std::move(sub));
+    return;
+  }
+  dict->emplace_back(std::string(name), std::move(value));
+}
+
+// One valid file in three carries bitsandbytes layers beside its random
+// content (docs/pt.md 6.4, 7); drawn after the content so that the other two
+// are the files this generator has always written.
 Generated PtValid(Rng& rng) {
-  const PtDraft d = PtRandomDraft(rng);
-  return Done(PtWriteDraft(d), "", "valid torch.save-like file");
+  Model m = RandomModel(rng, {});
+  if (!Coin(rng, 3)) return Done(WriteModel(m), "", "valid torch.save-like file");
+  m.Insert(RandomPtBnbLayers(rng), rng);
+  return Done(WriteModel(m), "", "valid torch.save-like file with bitsandbytes layers");
 }
 
 std::vector<std::string> PtViolableRules() {
-  return {"PT-001", "PT-002", "PT-003", "PT-004", "PT-005", "PT-006", "PT-007", "PT-008", "PT-009",
-          "PT-010", "PT-011", "PT-012", "PT-013", "PT-014", "PT-015", "PT-016", "PT-017",
-          "PT-101", "PT-102", "PT-104"};
+  std::vector<std::string> rules = {"PT-001", "PT-002", "PT-003", "PT-004", "PT-005", "PT-006", "PT-007",
+                                    "PT-008", "PT-009", "PT-010", "PT-011", "PT-012", "PT-013", "PT-014",
+                                    "PT-015", "PT-016", "PT-017", "PT-101", "PT-102", "PT-104"};
+  // The bitsandbytes readers run on an accepted file's tensor table (docs/pt.md 6.4, 8 step 8).
+  for (std::string& r : PtBnbViolableRules()) rules.push_back(std::move(r));
+  return rules;
 }
 
 Generated PtViolation(std::string_view rule, Rng& rng) {
   const std::string r(rule);
+  if (r.rfind("BNB-", 0) == 0) return PtBnbViolation(r, rng);
   if (r == "PT-001") return LegacyViolation(rng);
   if (r >= "PT-002" && r <= "PT-008") return ZipViolation(r, rng);
   if (r == "PT-009" || r == "PT-010" || r == "PT-101" || r == "PT-102" || r == "PT-104") {

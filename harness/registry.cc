@@ -1,5 +1,7 @@
 #include "harness/registry.h"
 
+#include <algorithm>
+
 #include "codecs/bnb.h"
 #include "codecs/gptq.h"
 #include "codecs/pt.h"
@@ -161,7 +163,7 @@ const std::vector<FormatEntry>& Formats() {
       // header): after the safetensors formats, whose claims need a header.
       {"pt", {"PT-"}, "torch .pt/.bin (torch.save zip, allow-listed pickle subset), docs/pt.md",
        &CodecPt, &StreamPt, &CheckPt, &OraclePt, &ClaimsPt, &gen::PtValid, &gen::PtViolableRules,
-       &gen::PtViolation, &PtVariants, ".pt"},
+       &gen::PtViolation, &PtVariants, ".pt", {"BNB-"}},
       {"safetensors", {"ST-"}, "safetensors container", &CodecSafetensors, &StreamSafetensors, &CheckSafetensors,
        &OracleSafetensors, &ClaimsAny, &gen::SafetensorsValid,
        &gen::SafetensorsViolableRules, &gen::SafetensorsViolation},
@@ -169,11 +171,20 @@ const std::vector<FormatEntry>& Formats() {
   return formats;
 }
 
+namespace {
+bool StartsWithAny(const std::vector<std::string_view>& prefixes, std::string_view rule_id) {
+  return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view prefix) {
+    return rule_id.substr(0, prefix.size()) == prefix;
+  });
+}
+}  // namespace
+
 bool FormatEntry::OwnsRule(std::string_view rule_id) const {
-  for (std::string_view prefix : rule_prefixes) {
-    if (rule_id.substr(0, prefix.size()) == prefix) return true;
-  }
-  return false;
+  return StartsWithAny(rule_prefixes, rule_id);
+}
+
+bool FormatEntry::ReachesRule(std::string_view rule_id) const {
+  return StartsWithAny(rule_prefixes, rule_id) || StartsWithAny(hosted_prefixes, rule_id);
 }
 
 const FormatEntry* FindFormat(std::string_view name) {

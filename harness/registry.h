@@ -73,9 +73,17 @@ struct FormatEntry {
   // How the format's files are named when quantdiff writes them (vectors,
   // saved campaign instances).
   std::string_view file_extension = ".safetensors";
+  // Prefixes of rules another format owns whose readers also run inside this
+  // format's ({"BNB-"} for pt: the bitsandbytes readers on a .pt tensor
+  // table, docs/pt.md 6.4), so its generator may list them in violable_rules().
+  // The catalogue's family stays the owner.
+  std::vector<std::string_view> hosted_prefixes = {};
 
   // True when rule_id starts with one of rule_prefixes.
   bool OwnsRule(std::string_view rule_id) const;
+  // True when rule_id starts with one of rule_prefixes or hosted_prefixes:
+  // a rule this format's files can break.
+  bool ReachesRule(std::string_view rule_id) const;
 };
 
 // Most specific first; "safetensors" (the container alone) is last.
