@@ -4,7 +4,10 @@
 // The input's last 8 bytes pick a valid file written by the generator's
 // torch.save-like writer (qd::gen::PtRandomDraft: protocol, views and their
 // contiguous copies, byteorder, root items, seed; see
-// fuzz/common/pt_file_input.h); the leading bytes are 5-byte ops that edit
+// fuzz/common/pt_file_input.h), optionally with a bitsandbytes layer (the
+// QuantState list layout of docs/pt.md 7, HF / GPT-QModel 4-bit or int8
+// tensors) whose items, tensor bytes, values, dtypes, shapes, layouts and
+// names layer ops edit first; the leading bytes are 5-byte ops that edit
 // data.pkl by opcode (bytes, operands, inserted opcodes and globals of
 // kPtPickleTokens, deletions, truncation), the records (bytes, sizes, names,
 // order, the container style) and then the written ZIP through its layout

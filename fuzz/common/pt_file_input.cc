@@ -2,8 +2,13 @@
 #include "fuzz/common/pt_file_input.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <utility>
 
+#include "codecs/float16.h"
 #include "generators/generators.h"
 
 namespace qd::fuzz {
@@ -41,6 +46,9 @@ const std::vector<std::string_view> kPtPickleTokens = {
     "ccollections\nOrderedDict\n)R",
     "K\x00\x85K\x01\x85\x89" "ccollections\nOrderedDict\n)Rt"sv,
     "(((((((((((((((((((((((((((((((((",
+    // dtype and storage tokens a QuantState list holds (docs/pt.md 7.3)
+    "ctorch\nfloat32\n", "ctorch\nbfloat16\n", "ctorch\nfloat64\n", "ctorch\nint8\n", "ctorch\nuint8\n",
+    "ctorch\nByteStorage\n",
 };
 
 // Record names (without P/) the draft ops rename to or add.
@@ -59,6 +67,36 @@ const std::vector<std::string_view> kPtRecordTexts = {
 
 const std::vector<std::string_view> kPtPrefixes = {
     "archive", "a", "model", "", ".", "..", "a/b", "x\\y", "\xc3\xa9", "P", "data", "data.pkl",
+};
+
+// Values the layer ops write: signed zeros, subnormal and normal extremes of
+// binary32, max + half an ulp (2^128 - 2^103, which rounds to infinity),
+// infinities and NaNs, powers of two around the blocksizes.
+const std::vector<double> kPtBnbFloats = {
+    0.0, -0.0, 1.0, -1.0, 0.5, 0.1, 1e-45, 1.1754943508222875e-38, 3.4028234663852886e38,
+    std::ldexp(1.0, 128) - std::ldexp(1.0, 103), 65504.0, 256.0, 4096.0, 1e300,
+    std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+    std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN(),
+};
+
+const std::vector<std::string_view> kPtBnbTexts = {
+    "nf4", "fp4", "int4", "", "NF4", "float16", "bfloat16", "float32", "None", "quant_state",
+};
+
+// The allow-listed torch globals of docs/pt.md 4.3 a list item can be.
+const std::vector<std::string_view> kPtBnbTokens = {
+    "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
+    "FloatStorage", "HalfStorage", "ByteStorage", "Size",
+};
+
+const std::vector<std::string_view> kPtDtypeCodes = {"F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL"};
+
+// Where a second state for one W comes from (docs/pt.md 7.2, docs/bnb.md "Layers").
+const std::vector<std::string_view> kPtBnbNames = {
+    "W", "W.quant_state", "W.quant_state.bitsandbytes__nf4", "W.quant_state.bitsandbytes__fp4",
+    "W.absmax", "W.quant_map", "W.nested_absmax", "W.nested_quant_map", "M.weight_quant_state",
+    "M.weight_absmax", "M.SCB", "M.weight_scb", "M.weight_format", "W.quant_state.x",
+    "W.quant_state.bitsandbytes__", "M",
 };
 
 namespace {
@@ -294,6 +332,251 @@ void ApplyFileOp(std::uint8_t op, std::uint8_t a, std::uint8_t b, std::uint8_t c
   }
 }
 
+// ---- the tail's bitsandbytes layer -------------------------------------------------------
+
+using gen::PtObject;
+
+// The layer the tail asks for, flat names (nesting comes last), with its own
+// generator so that the random content around it is the file it is without it.
+gen::PtStateDict BuildLayer(const PtFileTail& tail) {
+  gen::PtStateDict dict;
+  if (tail.bnb == PtBnbKind::kNone) return dict;
+  qd::harness::Rng rng(tail.seed ^ 0x9e3779b97f4a7c15ull);
+  if (tail.bnb == PtBnbKind::kMix) return gen::RandomPtBnbLayers(rng);
+  if (tail.bnb == PtBnbKind::kInt8Hf || tail.bnb == PtBnbKind::kInt8GptqModel) {
+    gen::PtPutTensors(&dict, gen::BnbInt8Tensors("model.layers.0.mlp.up_proj",
+                                                 tail.bnb == PtBnbKind::kInt8GptqModel, rng));
+  } else {
+    const int nested = tail.bnb == PtBnbKind::kListFlat ? 0 : tail.bnb == PtBnbKind::kListNested ? 1 : -1;
+    const gen::Bnb4bitLayer layer = gen::RandomBnb4bitLayer(rng, nested);
+    const char* const storages[] = {"U8", "F16", "BF16", "F32"};
+    std::string storage = storages[tail.storage & 3];
+    if (layer.q.packed.size() % gen::PtItemSize(storage) != 0) storage = "U8";
+    if (nested >= 0) {
+      gen::BnbListOptions o;
+      o.tuple = tail.list_tuple;
+      o.shape_as = tail.shape_as;
+      o.with_table = !tail.no_table;
+      o.offset_as_float = tail.offset_float;
+      o.pair_tuple = o.state2_tuple = tail.inner_tuples;
+      o.w_storage = storage;
+      o.w_flat = tail.w_flat;
+      gen::PtPutBnbListLayer(&dict, layer, o);
+    } else {
+      gen::PtPutTensors(&dict, gen::Bnb4bitTensors(layer, tail.bnb == PtBnbKind::kGptqModel4bit, storage));
+    }
+  }
+  // W (the first entry of every layout above) gets the tail's layout.
+  if (!dict.empty() && dict[0].second.kind == PtObject::Kind::kTensor) {
+    dict[0].second.tensor.layout = static_cast<gen::PtTensorData::Layout>(tail.layout & 3);
+  }
+  return dict;
+}
+
+// A value of the layer, where it is: depth-first over every entry's value.
+struct Node {
+  PtObject* value;
+  PtObject* parent;   // null for an entry's value
+  std::size_t index;  // in the parent's items / entries, or the entry's index
+};
+
+void Walk(PtObject* v, PtObject* parent, std::size_t index, std::vector<Node>* out) {
+  out->push_back({v, parent, index});
+  for (std::size_t i = 0; i < v->items.size(); ++i) Walk(&v->items[i], v, i, out);
+  for (std::size_t i = 0; i < v->entries.size(); ++i) Walk(&v->entries[i].second, v, i, out);
+}
+
+std::vector<Node> Nodes(gen::PtStateDict* dict) {
+  std::vector<Node> out;
+  for (std::size_t e = 0; e < dict->size(); ++e) Walk(&(*dict)[e].second, nullptr, e, &out);
+  return out;
+}
+
+bool IsSequence(const PtObject& o) {
+  return o.kind == PtObject::Kind::kList || o.kind == PtObject::Kind::kTuple || o.kind == PtObject::Kind::kSize;
+}
+
+PtObject MakeValue(std::uint8_t kind, std::uint8_t x, std::uint8_t y, const std::vector<Node>& nodes) {
+  switch (static_cast<PtBnbValue>(kind % static_cast<int>(PtBnbValue::kCount))) {
+    case PtBnbValue::kNone: return PtObject::None();
+    case PtBnbValue::kTrue: return PtObject::Bool(true);
+    case PtBnbValue::kFalse: return PtObject::Bool(false);
+    case PtBnbValue::kInt: return PtObject::Int(x | y << 8);
+    case PtBnbValue::kNegative: return PtObject::Int(-1 - static_cast<std::int64_t>(x));
+    case PtBnbValue::kPower: return PtObject::Int(static_cast<std::int64_t>(1) << (x % 63));
+    case PtBnbValue::kFloat: return PtObject::Float(kPtBnbFloats[x % kPtBnbFloats.size()]);
+    case PtBnbValue::kText: return PtObject::Str(std::string(kPtBnbTexts[x % kPtBnbTexts.size()]));
+    case PtBnbValue::kToken: return PtObject::Token(std::string(kPtBnbTokens[x % kPtBnbTokens.size()]));
+    case PtBnbValue::kEmptyList: return PtObject::List({});
+    case PtBnbValue::kEmptyTuple: return PtObject::Tuple({});
+    case PtBnbValue::kSize: return PtObject::Size({x, y});
+    case PtBnbValue::kDict: return PtObject::Dict();
+    case PtBnbValue::kScalar: {
+      gen::PtTensorData t;
+      const float f = static_cast<float>(kPtBnbFloats[x % kPtBnbFloats.size()]);
+      t.bytes.resize(4);
+      std::memcpy(t.bytes.data(), &f, 4);
+      return PtObject::Tensor(std::move(t));
+    }
+    case PtBnbValue::kZeros: {
+      gen::PtTensorData t;
+      t.dtype = std::string(kPtDtypeCodes[x % kPtDtypeCodes.size()]);
+      t.shape = {y};
+      t.bytes.assign(y * gen::PtItemSize(t.dtype), 0);
+      return PtObject::Tensor(std::move(t));
+    }
+    default:
+      if (nodes.empty()) return PtObject::None();
+      return *nodes[(x | y << 8) % nodes.size()].value;
+  }
+}
+
+void SetElement(gen::PtTensorData* t, std::uint64_t i, double v) {
+  std::uint64_t bits = 0;
+  const std::uint64_t isz = gen::PtItemSize(t->dtype);
+  const float f = static_cast<float>(v);
+  if (t->dtype == "F64") {
+    bits = std::bit_cast<std::uint64_t>(v);
+  } else if (t->dtype == "F32") {
+    bits = std::bit_cast<std::uint32_t>(f);
+  } else if (t->dtype == "F16") {
+    bits = codec::F32ToF16(f);
+  } else if (t->dtype == "BF16") {
+    bits = std::bit_cast<std::uint32_t>(f) >> 16;
+  } else {
+    bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(std::isfinite(v) ? std::fmod(v, 256.0) : 0.0));
+  }
+  for (std::uint64_t k = 0; k < isz; ++k) t->bytes[i * isz + k] = static_cast<std::uint8_t>(bits >> (8 * k));
+}
+
+void ApplyLayerOp(std::uint8_t op, std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d,
+                  gen::PtStateDict* dict) {
+  switch (static_cast<PtOp>(op)) {
+    case PtOp::kBnbValue: {
+      const std::vector<Node> nodes = Nodes(dict);
+      if (nodes.empty()) return;
+      PtObject v = MakeValue(b, c, d, nodes);
+      *nodes[a % nodes.size()].value = std::move(v);
+      return;
+    }
+    case PtOp::kBnbDelete: {
+      const std::vector<Node> nodes = Nodes(dict);
+      if (nodes.empty()) return;
+      const Node& n = nodes[a % nodes.size()];
+      if (n.parent == nullptr) {
+        dict->erase(dict->begin() + static_cast<std::ptrdiff_t>(n.index));
+      } else if (IsSequence(*n.parent)) {
+        n.parent->items.erase(n.parent->items.begin() + static_cast<std::ptrdiff_t>(n.index));
+      } else {
+        n.parent->entries.erase(n.parent->entries.begin() + static_cast<std::ptrdiff_t>(n.index));
+      }
+      return;
+    }
+    case PtOp::kBnbInsert: {
+      const std::vector<Node> nodes = Nodes(dict);
+      if (nodes.empty()) return;
+      const Node& n = nodes[a % nodes.size()];
+      PtObject* target = IsSequence(*n.value) || n.value->kind == PtObject::Kind::kDict ? n.value : n.parent;
+      if (target == nullptr) return;
+      PtObject v = MakeValue(b, c, 0, nodes);
+      if (target->kind == PtObject::Kind::kDict) {
+        target->entries.emplace_back("k" + std::to_string(d), std::move(v));
+      } else {
+        target->items.insert(target->items.begin() + static_cast<std::ptrdiff_t>(d % (target->items.size() + 1)),
+                             std::move(v));
+      }
+      return;
+    }
+    case PtOp::kBnbTensorByte: {
+      const std::vector<gen::PtTensorData*> tensors = gen::PtTensorsIn(dict);
+      if (tensors.empty()) return;
+      std::vector<std::uint8_t>& bytes = tensors[a % tensors.size()]->bytes;
+      if (!bytes.empty()) bytes[(b | c << 8) % bytes.size()] = d;
+      return;
+    }
+    case PtOp::kBnbTensorFloat: {
+      const std::vector<gen::PtTensorData*> tensors = gen::PtTensorsIn(dict);
+      if (tensors.empty()) return;
+      gen::PtTensorData* t = tensors[a % tensors.size()];
+      const std::uint64_t count = t->bytes.size() / gen::PtItemSize(t->dtype);
+      if (count > 0) SetElement(t, (b | c << 8) % count, kPtBnbFloats[d % kPtBnbFloats.size()]);
+      return;
+    }
+    case PtOp::kBnbTensorShape: {
+      const std::vector<gen::PtTensorData*> tensors = gen::PtTensorsIn(dict);
+      if (tensors.empty()) return;
+      gen::PtTensorData* t = tensors[a % tensors.size()];
+      std::uint64_t isz = gen::PtItemSize(t->dtype);
+      std::uint64_t count = t->bytes.size() / isz;
+      switch (b % 6) {
+        case 0: t->bytes.resize((++count) * isz, 0); t->shape = {count}; break;
+        case 1: if (count > 0) t->bytes.resize((--count) * isz); t->shape = {count}; break;
+        case 2:
+          t->dtype = std::string(kPtDtypeCodes[c % kPtDtypeCodes.size()]);
+          isz = gen::PtItemSize(t->dtype);
+          t->bytes.resize(t->bytes.size() / isz * isz);
+          t->shape = {t->bytes.size() / isz};
+          break;
+        case 3: t->layout = static_cast<gen::PtTensorData::Layout>(c % 4); break;
+        case 4: t->shape = {count}; break;
+        default:
+          if (c % 3 == 0) {
+            t->shape = {1, count};
+          } else if (c % 3 == 1) {
+            t->shape = {count, 1};
+          } else {
+            t->shape = count == 1 ? std::vector<std::uint64_t>{} : std::vector<std::uint64_t>{count};
+          }
+      }
+      return;
+    }
+    case PtOp::kBnbRename: {
+      if (dict->empty()) return;
+      // W: the first tensor entry named *.weight (else the first entry); M: W without ".weight".
+      std::string w = (*dict)[0].first;
+      for (const auto& [name, v] : *dict) {
+        if (v.kind == PtObject::Kind::kTensor && name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0) {
+          w = name;
+          break;
+        }
+      }
+      const std::string m = w.size() > 7 && w.compare(w.size() - 7, 7, ".weight") == 0 ? w.substr(0, w.size() - 7) : w;
+      const std::string_view rule = kPtBnbNames[b % kPtBnbNames.size()];
+      const std::string name = (rule[0] == 'W' ? w : m) + std::string(rule.substr(1));
+      const std::size_t e = a % dict->size();
+      if (c & 1) {
+        dict->emplace_back(name, (*dict)[e].second);
+      } else {
+        (*dict)[e].first = name;
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+bool IsLayerOp(std::uint8_t op) { return op >= static_cast<int>(PtOp::kBnbValue) && op < static_cast<int>(PtOp::kCount); }
+bool IsFileOp(std::uint8_t op) {
+  return op >= static_cast<int>(PtOp::kLocalField) && op <= static_cast<int>(PtOp::kFixCrc);
+}
+
+// The layer a tail stands for, before any op, and the item at entry / path in it.
+PtObject* Find(gen::PtStateDict* dict, std::size_t entry, const std::vector<std::size_t>& path) {
+  if (entry >= dict->size()) return nullptr;
+  PtObject* v = &(*dict)[entry].second;
+  for (std::size_t i : path) {
+    if (i < v->items.size()) {
+      v = &v->items[i];
+    } else if (i < v->entries.size()) {
+      v = &v->entries[i].second;
+    } else {
+      return nullptr;
+    }
+  }
+  return v;
+}
+
 }  // namespace
 
 PtFileTail DecodePtFileTail(const std::uint8_t* t) {
@@ -304,6 +587,17 @@ PtFileTail DecodePtFileTail(const std::uint8_t* t) {
   tail.copies = (t[0] & 0x40) != 0;
   tail.allow_big = (t[0] & 0x80) != 0;
   tail.items = 1 + t[1] % 8;
+  tail.bnb = static_cast<PtBnbKind>(t[2] & 7);
+  tail.list_tuple = (t[2] & 0x08) != 0;
+  tail.shape_as = (t[2] >> 4) & 3;
+  if (tail.shape_as == 3) tail.shape_as = 0;
+  tail.no_table = (t[2] & 0x40) != 0;
+  tail.offset_float = (t[2] & 0x80) != 0;
+  tail.storage = t[3] & 3;
+  tail.w_flat = (t[3] & 0x04) != 0;
+  tail.layout = (t[3] >> 3) & 3;
+  tail.nest = (t[3] >> 5) & 3;
+  tail.inner_tuples = (t[3] & 0x80) != 0;
   tail.seed = static_cast<std::uint32_t>(t[4] | t[5] << 8 | t[6] << 16 | static_cast<std::uint32_t>(t[7]) << 24);
   return tail;
 }
@@ -314,12 +608,49 @@ std::array<std::uint8_t, kPtFileTailSize> EncodePtFileTail(const PtFileTail& tai
   t[0] = static_cast<std::uint8_t>((tail.raw ? 0x0F : 0) | p << 4 | (tail.copies ? 0x40 : 0) |
                                    (tail.allow_big ? 0x80 : 0));
   t[1] = static_cast<std::uint8_t>((tail.items - 1) & 7);
+  t[2] = static_cast<std::uint8_t>((static_cast<int>(tail.bnb) & 7) | (tail.list_tuple ? 0x08 : 0) |
+                                   (tail.shape_as & 3) << 4 | (tail.no_table ? 0x40 : 0) |
+                                   (tail.offset_float ? 0x80 : 0));
+  t[3] = static_cast<std::uint8_t>((tail.storage & 3) | (tail.w_flat ? 0x04 : 0) | (tail.layout & 3) << 3 |
+                                   (tail.nest & 3) << 5 | (tail.inner_tuples ? 0x80 : 0));
   for (int i = 0; i < 4; ++i) t[4 + i] = static_cast<std::uint8_t>(tail.seed >> (8 * i));
   return t;
 }
 
 std::uint8_t PtTokenIndex(std::string_view token) { return IndexIn(kPtPickleTokens, token); }
 std::uint8_t PtRecordNameIndex(std::string_view name) { return IndexIn(kPtRecordNames, name); }
+std::uint8_t PtBnbTextIndex(std::string_view text) { return IndexIn(kPtBnbTexts, text); }
+std::uint8_t PtBnbTokenIndex(std::string_view name) { return IndexIn(kPtBnbTokens, name); }
+std::uint8_t PtBnbNameIndex(std::string_view name) { return IndexIn(kPtBnbNames, name); }
+
+std::uint8_t PtBnbFloatIndex(double value) {
+  for (std::size_t i = 0; i < kPtBnbFloats.size(); ++i) {
+    if (std::bit_cast<std::uint64_t>(kPtBnbFloats[i]) == std::bit_cast<std::uint64_t>(value)) {
+      return static_cast<std::uint8_t>(i);
+    }
+  }
+  return 0;
+}
+
+std::uint8_t PtBnbNode(const PtFileTail& tail, std::size_t entry, const std::vector<std::size_t>& path) {
+  gen::PtStateDict dict = BuildLayer(tail);
+  const PtObject* target = Find(&dict, entry, path);
+  const std::vector<Node> nodes = Nodes(&dict);
+  for (std::size_t i = 0; i < nodes.size() && i < 255; ++i) {
+    if (nodes[i].value == target) return static_cast<std::uint8_t>(i);
+  }
+  return 255;
+}
+
+std::uint8_t PtBnbTensor(const PtFileTail& tail, std::size_t entry, const std::vector<std::size_t>& path) {
+  gen::PtStateDict dict = BuildLayer(tail);
+  const PtObject* target = Find(&dict, entry, path);
+  const std::vector<gen::PtTensorData*> tensors = gen::PtTensorsIn(&dict);
+  for (std::size_t i = 0; i < tensors.size() && i < 255; ++i) {
+    if (target != nullptr && tensors[i] == &target->tensor) return static_cast<std::uint8_t>(i);
+  }
+  return 255;
+}
 
 PtOpWriter& PtOpWriter::Op(PtOp op, std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d) {
   out_.U8(static_cast<std::uint8_t>(op));
@@ -361,20 +692,28 @@ std::vector<std::uint8_t> PtFileFromInput(const std::uint8_t* data, std::size_t 
   options.copies = tail.copies;
   options.allow_big = tail.allow_big;
   options.protocol = tail.protocol;
-  qd::gen::PtDraft draft = qd::gen::PtRandomDraft(rng, options);
   const std::size_t count = body / 5;
-  auto is_file_op = [](std::uint8_t op) { return op % static_cast<int>(PtOp::kCount) >= static_cast<int>(PtOp::kLocalField); };
+  if (tail.bnb != PtBnbKind::kNone) {
+    gen::PtStateDict layer = BuildLayer(tail);
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::uint8_t* o = data + 5 * i;
+      const std::uint8_t op = o[0] % static_cast<int>(PtOp::kCount);
+      if (IsLayerOp(op)) ApplyLayerOp(op, o[1], o[2], o[3], o[4], &layer);
+    }
+    for (auto& [name, value] : layer) gen::PtPut(&options.extra, name, std::move(value), tail.nest);
+  }
+  qd::gen::PtDraft draft = qd::gen::PtRandomDraft(rng, options);
   for (std::size_t i = 0; i < count; ++i) {
     const std::uint8_t* o = data + 5 * i;
     const std::uint8_t op = o[0] % static_cast<int>(PtOp::kCount);
-    if (!is_file_op(op)) ApplyDraftOp(op, o[1], o[2], o[3], o[4], &draft);
+    if (!IsFileOp(op) && !IsLayerOp(op)) ApplyDraftOp(op, o[1], o[2], o[3], o[4], &draft);
   }
   qd::gen::PtZipLayout layout;
   Bytes file = qd::gen::PtWriteDraft(draft, &layout);
   for (std::size_t i = 0; i < count; ++i) {
     const std::uint8_t* o = data + 5 * i;
     const std::uint8_t op = o[0] % static_cast<int>(PtOp::kCount);
-    if (is_file_op(op)) ApplyFileOp(op, o[1], o[2], o[3], o[4], layout, draft, &file);
+    if (IsFileOp(op)) ApplyFileOp(op, o[1], o[2], o[3], o[4], layout, draft, &file);
   }
   return file;
 }

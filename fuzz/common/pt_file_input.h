@@ -15,6 +15,14 @@
 //   * file ops edit the written file through its layout (a field of a local
 //     header, a central entry, the end records, a data descriptor; a byte
 //     anywhere; truncation; appended bytes; a recomputed CRC).
+// The tail can also add a bitsandbytes layer (docs/pt.md 6.4, 7): the
+// QuantState list layout flat or nested, the HF or GPT-QModel 4-bit tensors,
+// an int8 layer, or a random mix; layer ops, applied before the draft is
+// made, edit it as values: replace, delete or insert any item of the list
+// (offset, blocksize, dtype tokens, state2 items, shape dims), set bytes of
+// a tensor (nibbles, absmax, the JSON state text) or binary32 values, change
+// a tensor's dtype, shape or layout, and rename or copy an entry so that a
+// second state names the same W.
 // When the tail's raw flag is set (or the input is shorter than the tail)
 // the bytes before the tail are the file as it is, so whole instances (the
 // registry generator's, the peer files) reach the readers.
@@ -45,8 +53,22 @@ inline constexpr std::size_t kPtFileTailSize = 8;
 //         bit 6      each root-level view gets a contiguous copy
 //         bit 7      byteorder = big allowed
 //   t[1]             root items: 1 + t[1] % 8
-//   t[2..3]          reserved
-//   t[4..7]          generator seed, 32 bits little endian
+//   t[2]  bits 0..2  bitsandbytes layer: 0 none (the files of inputs made
+//                    before layers existed), else a PtBnbKind
+//         bit 3      list layout: S a tuple
+//         bits 4..5  list layout: S[1] a torch.Size, tuple, list (3: Size)
+//         bit 6      list layout: no 7th item (the quant_type table)
+//         bit 7      list layout: the nested offset a float, not a 0-d tensor
+//   t[3]  bits 0..1  W's storage dtype: U8, F16, BF16, F32 (U8 where it does not divide)
+//         bit 2      list layout: W of shape [bytes] rather than [bytes, 1]
+//         bits 3..4  W's layout: contiguous, transposed, offset slice, strided
+//         bits 5..6  dict nesting of the layer's names: 0..3 segments
+//         bit 7      list layout: [offset, state2] and state2 tuples
+//   t[4..7]          generator seed, 32 bits little endian (the layer's data
+//                    comes from a generator of its own seeded from it)
+enum class PtBnbKind : std::uint8_t {
+  kNone, kListFlat, kListNested, kHf4bit, kGptqModel4bit, kInt8Hf, kInt8GptqModel, kMix,
+};
 struct PtFileTail {
   bool raw = false;
   int protocol = 0;  // 0 random, else 2, 4 or 5
@@ -54,6 +76,16 @@ struct PtFileTail {
   bool allow_big = true;
   int items = 3;  // 1..8
   std::uint32_t seed = 0;
+  PtBnbKind bnb = PtBnbKind::kNone;
+  bool list_tuple = false;
+  int shape_as = 0;  // 0 Size, 1 tuple, 2 list
+  bool no_table = false;
+  bool offset_float = false;
+  int storage = 0;   // 0 U8, 1 F16, 2 BF16, 3 F32
+  bool w_flat = false;
+  int layout = 0;    // gen::PtTensorData::Layout
+  int nest = 0;      // 0..3
+  bool inner_tuples = false;
 };
 
 PtFileTail DecodePtFileTail(const std::uint8_t* tail);
@@ -83,6 +115,35 @@ enum class PtOp : std::uint8_t {
   kTruncate,        // (a | b << 8) bytes cut from the end (modulo size + 1)
   kAppend,          // a % 64 bytes of value d
   kFixCrc,          // entry e's CRC recomputed from its data, everywhere it is written
+  // layer ops (the tail's bitsandbytes layer, before the draft is made; no-ops
+  // without one). Nodes are the layer's values in depth-first order (each
+  // entry's value, then its items: S, S[0], S[1], S[1][0], ...), v = a value
+  // made from (kind, x, y) (PtBnbValue); a tensor index counts tensors the same way.
+  kBnbValue,        // node a replaced by v(b, c, d)
+  kBnbDelete,       // node a removed from its list / tuple / Size / dict (an entry's value: the entry)
+  kBnbInsert,       // v(b, c, 0) inserted at d modulo (items + 1) into node a, or the sequence holding it
+  kBnbTensorByte,   // tensor a, byte (b | c << 8) modulo its length, value d
+  kBnbTensorFloat,  // tensor a, element (b | c << 8) set to kPtBnbFloats[d] (F32 / F64 / F16 / BF16)
+  kBnbTensorShape,  // tensor a: b % 6: one element more, one fewer, dtype kPtDtypeCodes[c], layout c % 4, rank 1, [1, n]
+  kBnbRename,       // entry a named kPtBnbNames[b] (W / M spelled out); c bit 0: a copy beside it
+  kCount,
+};
+
+// How a layer op makes a value from (kind, x, y).
+enum class PtBnbValue : std::uint8_t {
+  kNone, kTrue, kFalse,
+  kInt,        // x | y << 8
+  kNegative,   // -(1 + x)
+  kPower,      // 2^(x % 63)
+  kFloat,      // kPtBnbFloats[x]
+  kText,       // kPtBnbTexts[x]
+  kToken,      // a torch global: kPtBnbTokens[x] (the ten dtypes, storage classes, Size)
+  kEmptyList, kEmptyTuple,
+  kSize,       // torch.Size([x, y])
+  kDict,       // {}
+  kScalar,     // a 0-d F32 tensor of kPtBnbFloats[x]
+  kZeros,      // a rank-1 tensor of dtype kPtDtypeCodes[x], y elements, zero bytes
+  kCopy,       // a copy of node (x | y << 8), as it was before this op
   kCount,
 };
 
@@ -90,9 +151,26 @@ extern const std::vector<std::string_view> kPtPickleTokens;
 extern const std::vector<std::string_view> kPtRecordNames;
 extern const std::vector<std::string_view> kPtRecordTexts;
 extern const std::vector<std::string_view> kPtPrefixes;
+extern const std::vector<double> kPtBnbFloats;
+extern const std::vector<std::string_view> kPtBnbTexts;
+extern const std::vector<std::string_view> kPtBnbTokens;
+extern const std::vector<std::string_view> kPtDtypeCodes;
+// Entry names for kBnbRename: "W" and "M" stand for the layer's weight and module.
+extern const std::vector<std::string_view> kPtBnbNames;
 
 std::uint8_t PtTokenIndex(std::string_view token);
 std::uint8_t PtRecordNameIndex(std::string_view name);
+std::uint8_t PtBnbFloatIndex(double value);  // bitwise (NaN found)
+std::uint8_t PtBnbTextIndex(std::string_view text);
+std::uint8_t PtBnbTokenIndex(std::string_view name);
+std::uint8_t PtBnbNameIndex(std::string_view name);
+// The node index of the item reached from entry `entry` of the tail's layer
+// through item indices `path` ({1, 3}: entry 1's value's item 3, S[3]), or
+// 255 when there is none; the tensor index of that node when it is a tensor
+// (PtBnbTensor). For writing seeds; ops are applied in order, so an index
+// holds for the layer before the first op that changes its shape.
+std::uint8_t PtBnbNode(const PtFileTail& tail, std::size_t entry, const std::vector<std::size_t>& path = {});
+std::uint8_t PtBnbTensor(const PtFileTail& tail, std::size_t entry, const std::vector<std::size_t>& path = {});
 
 class PtOpWriter {
  public:
