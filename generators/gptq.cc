@@ -325,6 +325,14 @@ std::string PlainName(Rng& rng) {
   }
 }
 
+// A plain source (config file) for d's parameters. The config is drawn
+// before the name, so every compiler makes the same bytes.
+Source RandomPlainSource(const Draft& d, Rng& rng) {
+  Json config = MakeConfig(d, rng);
+  std::string name = PlainName(rng);
+  return PlainSource(std::move(name), std::move(config));
+}
+
 const std::vector<std::string> kModules = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
                                            "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",
                                            "mlp.down_proj"};
@@ -423,10 +431,10 @@ Draft MakeDraft(Rng& rng, const DraftOptions& o = {}) {
     if (!o.plain_winner && Coin(rng, 4)) {
       d.sources.push_back(NestedSource(MakeConfig(d, rng), rng));
     } else {
-      d.sources.push_back(PlainSource(PlainName(rng), MakeConfig(d, rng)));
+      d.sources.push_back(RandomPlainSource(d, rng));
     }
   } else {
-    d.sources.push_back(PlainSource(PlainName(rng), MakeConfig(d, rng)));
+    d.sources.push_back(RandomPlainSource(d, rng));
     Json other = MakeConfig(d, rng);
     // Agreeing sym / desc_act (disagreement is CFG-102).
     Json& w = d.Winner();

@@ -498,8 +498,9 @@ Bytes RandomElements(int dtype, std::uint64_t n, Rng& rng) {
                                    : static_cast<float>(static_cast<std::int64_t>(Pick(rng, 2001)) - 1000) / 64.0f;
       std::memcpy(p, &v, 4);
     } else if (code == "F64") {
-      double v = static_cast<double>(static_cast<std::int64_t>(Pick(rng, 200001)) - 100000) / 1024.0 +
-                 std::ldexp(static_cast<double>(Pick(rng, 1000)), -40);
+      const std::int64_t whole = static_cast<std::int64_t>(Pick(rng, 200001)) - 100000;
+      const std::uint64_t tiny = Pick(rng, 1000);
+      double v = static_cast<double>(whole) / 1024.0 + std::ldexp(static_cast<double>(tiny), -40);
       if (Coin(rng, 8)) v = std::bit_cast<double>(static_cast<std::uint64_t>(rng()));
       std::memcpy(p, &v, 8);
     } else {
@@ -573,6 +574,13 @@ struct Model {
     t.hooks = Coin(rng, 6) ? 1 : 0;
     t.metadata = Coin(rng, 6) ? static_cast<int>(1 + Pick(rng, 2)) : 0;
     return AddTensor(std::move(t));
+  }
+  // NewTensor of a random dtype among the first `dtypes` and a random size.
+  // The size is drawn before the dtype, so every compiler makes the same bytes.
+  V RandomTensor(Rng& rng, int dtypes = kDtypeCount) {
+    std::vector<std::int64_t> size = RandomSize(rng);
+    const int dtype = static_cast<int>(Pick(rng, static_cast<std::uint64_t>(dtypes)));
+    return NewTensor(dtype, std::move(size), rng);
   }
 
   std::string Segment(Rng& rng) {
@@ -648,12 +656,13 @@ struct Model {
         std::vector<V> items;
         for (std::uint64_t k = Pick(rng, 4); k > 0; --k) items.push_back(PlainValue(rng, depth + 1));
         // A tensor inside a list stays inside its value (docs/pt.md 6.1).
-        if (Coin(rng, 3)) items.push_back(NewTensor(static_cast<int>(Pick(rng, kDtypeCount)), RandomSize(rng), rng));
+        if (Coin(rng, 3)) items.push_back(RandomTensor(rng));
         return Seq(Value::kList, items);
       }
       default: {
         V d = Dict(false);
-        d->entries.emplace_back(Str("k" + std::to_string(counter++)), PlainValue(rng, depth + 1));
+        V value = PlainValue(rng, depth + 1);  // before the key takes its counter
+        d->entries.emplace_back(Str("k" + std::to_string(counter++)), std::move(value));
         return Seq(Value::kList, {d});
       }
     }
@@ -666,7 +675,7 @@ struct Model {
       V value;
       switch (Pick(rng, depth >= 3 ? 7 : 9)) {
         case 0: case 1: case 2:
-          value = NewTensor(static_cast<int>(Pick(rng, kDtypeCount)), RandomSize(rng), rng);
+          value = RandomTensor(rng);
           break;
         case 3: {  // a view of a storage shared with other views
           // Views' storages have their numel set already (contiguous tensors' at Finish).
@@ -679,7 +688,7 @@ struct Model {
           break;
         }
         case 4: {
-          value = NewTensor(static_cast<int>(Pick(rng, 4)), RandomSize(rng), rng);
+          value = RandomTensor(rng, 4);
           tensors[value->tensor].parameter = true;
           break;
         }
@@ -1137,7 +1146,11 @@ Generated ZipViolation(const std::string& r, Rng& rng) {
     const bool torch = entries[victim].torch_style;
     switch (Pick(rng, torch ? 11 : 7)) {
       case 0: {  // signature (not the first entry's: that is the file's PT-002 check)
-        f[l.entries[1 + Pick(rng, n - 1)].local + Pick(rng, 4)] ^= static_cast<std::uint8_t>(1 + Pick(rng, 255));
+        // drawn in this order so every compiler makes the same bytes
+        const auto flip = static_cast<std::uint8_t>(1 + Pick(rng, 255));
+        const std::size_t entry = 1 + Pick(rng, n - 1);
+        const std::uint64_t byte = Pick(rng, 4);
+        f[l.entries[entry].local + byte] ^= flip;
         break;
       }
       case 1: f[h + 30 + Pick(rng, entries[victim].name.size())] ^= 0x20; break;            // name
@@ -1167,7 +1180,10 @@ Generated ZipViolation(const std::string& r, Rng& rng) {
       case 8: Set32(&f, le.end - 16, 0x08074b50 ^ (1u << Pick(rng, 32))); break;  // descriptor signature
       case 9: Set32(&f, le.end - 12 + 4 * Pick(rng, 3), Get32(f, le.end - 12) ^ 0x100); break;  // descriptor values
       default: {  // the local sizes set but not equal to the central size
-        Set32(&f, h + 18 + 4 * Pick(rng, 2), Get32(f, le.central + 20) + 1 + Pick(rng, 4));
+        // drawn in this order so every compiler makes the same bytes
+        const std::uint64_t more = 1 + Pick(rng, 4);
+        const std::uint64_t field = Pick(rng, 2);
+        Set32(&f, h + 18 + 4 * field, Get32(f, le.central + 20) + more);
       }
     }
     return Done(std::move(f), r, "local header disagrees with the central directory");
@@ -1176,7 +1192,9 @@ Generated ZipViolation(const std::string& r, Rng& rng) {
     // An entry whose local header lies inside another entry's data.
     PtZipEntry inner;
     inner.name = d.prefix + "/data/" + std::to_string(100 + Pick(rng, 100));
-    inner.data = Bytes(Pick(rng, 20), static_cast<std::uint8_t>(rng()));
+    // drawn in this order so every compiler makes the same bytes
+    const auto fill = static_cast<std::uint8_t>(rng());
+    inner.data = Bytes(Pick(rng, 20), fill);
     inner.torch_style = false;
     PtZipEntry outer;
     outer.name = d.prefix + "/blob" + std::to_string(Pick(rng, 10));
@@ -1252,13 +1270,17 @@ Generated RecordViolation(const std::string& r, Rng& rng) {
   if (r == "PT-101") {
     const char* const names[] = {"extra.txt", "data/0/x", ".data/foo", "data.pkl.bak", "xl/abc",
                                  ".format_version2", "code/__torch__.py", "constants.pkl"};
-    d.records.insert(d.records.begin() + static_cast<std::ptrdiff_t>(1 + Pick(rng, d.records.size())),
-                     {names[Pick(rng, std::size(names))], TextBytes("ignored")});
+    // drawn in this order so every compiler makes the same bytes
+    const char* const name = names[Pick(rng, std::size(names))];
+    const std::size_t at = 1 + Pick(rng, d.records.size());
+    d.records.insert(d.records.begin() + static_cast<std::ptrdiff_t>(at), {name, TextBytes("ignored")});
     return Done(PtWriteDraft(d), r, "unknown record (warning)");
   }
   if (r == "PT-102") {
-    d.records.insert(d.records.begin() + static_cast<std::ptrdiff_t>(1 + Pick(rng, d.records.size())),
-                     {"data/unused" + std::to_string(Pick(rng, 100)), Bytes(Pick(rng, 12), 7)});
+    // drawn in this order so every compiler makes the same bytes
+    std::pair<std::string, Bytes> record = {"data/unused" + std::to_string(Pick(rng, 100)), Bytes(Pick(rng, 12), 7)};
+    const std::size_t at = 1 + Pick(rng, d.records.size());
+    d.records.insert(d.records.begin() + static_cast<std::ptrdiff_t>(at), std::move(record));
     return Done(PtWriteDraft(d), r, "storage record no persistent ID names (warning)");
   }
   if (r == "PT-104") {
