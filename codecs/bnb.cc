@@ -836,9 +836,7 @@ bool StreamBnbLayers(const BnbResult& r, DecodeSink& sink, Kernel kernel) {
 qd::Outcome StreamBnbFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink,
                           Kernel kernel) {
   BnbResult r = ReadBnb(file, file_name);
-  qd::Outcome outcome;
-  outcome.refused = r.refused;
-  outcome.findings = std::move(r.findings);
+  qd::Outcome outcome{r.refused, std::move(r.findings), {}};
   if (r.refused) return outcome;
   if (r.is_bnb) {
     StreamBnbLayers(r, sink, kernel);

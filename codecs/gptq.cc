@@ -759,9 +759,7 @@ qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
                            const std::vector<qd::SideFile>& configs, DecodeSink& sink,
                            Kernel kernel) {
   GptqResult r = ReadGptq(file, file_name, configs);
-  qd::Outcome outcome;
-  outcome.refused = r.refused;
-  outcome.findings = std::move(r.findings);
+  qd::Outcome outcome{r.refused, std::move(r.findings), {}};
   if (r.refused) return outcome;
   const Container& c = r.container;
   // Section 7: container order; a layer's weight stands where its qweight is,

@@ -1383,9 +1383,7 @@ BnbResult ReadPtLayers(qd::ByteView file, const std::string& file_name) {
 
 qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink) {
   BnbResult r = ReadPtLayers(file, file_name);
-  qd::Outcome outcome;
-  outcome.refused = r.refused;
-  outcome.findings = std::move(r.findings);
+  qd::Outcome outcome{r.refused, std::move(r.findings), {}};
   if (r.refused) return outcome;
   if (r.is_bnb) {
     StreamBnbLayers(r, sink);

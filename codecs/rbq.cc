@@ -257,9 +257,7 @@ RbqResult ReadRbq(qd::ByteView file, const std::string& file_name) {
 qd::Outcome StreamRbqFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink,
                           Kernel kernel) {
   RbqResult r = ReadRbq(file, file_name);
-  qd::Outcome outcome;
-  outcome.refused = r.refused;
-  outcome.findings = std::move(r.findings);
+  qd::Outcome outcome{r.refused, std::move(r.findings), {}};
   if (r.refused) return outcome;
   std::vector<TensorInfo> plan;
   for (const TensorEntry& t : r.container.tensors) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -105,6 +106,10 @@ class OpBytes {
   void U32(std::uint32_t v) {
     U16(static_cast<std::uint16_t>(v & 0xffff));
     U16(static_cast<std::uint16_t>(v >> 16));
+  }
+  // One five-byte op record: the op and its four operand bytes.
+  void Record(std::uint8_t op, std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d) {
+    for (std::uint8_t v : {op, a, b, c, d}) U8(v);
   }
   template <typename Tail>
   std::vector<std::uint8_t> Finish(const Tail& tail_bytes) const {

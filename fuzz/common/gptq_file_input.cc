@@ -565,11 +565,7 @@ std::uint8_t GptqDtypeIndex(std::string_view dtype) { return IndexIn(kGptqDtypes
 std::uint8_t GptqSourceNameIndex(std::string_view name) { return IndexIn(kGptqSourceNames, name); }
 
 GptqOpWriter& GptqOpWriter::Op(GptqOp op, std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d) {
-  out_.U8(static_cast<std::uint8_t>(op));
-  out_.U8(a);
-  out_.U8(b);
-  out_.U8(c);
-  out_.U8(d);
+  out_.Record(static_cast<std::uint8_t>(op), a, b, c, d);
   return *this;
 }
 GptqOpWriter& GptqOpWriter::DropTensor(GptqRole role, int layer) {

@@ -653,11 +653,7 @@ std::uint8_t PtBnbTensor(const PtFileTail& tail, std::size_t entry, const std::v
 }
 
 PtOpWriter& PtOpWriter::Op(PtOp op, std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d) {
-  out_.U8(static_cast<std::uint8_t>(op));
-  out_.U8(a);
-  out_.U8(b);
-  out_.U8(c);
-  out_.U8(d);
+  out_.Record(static_cast<std::uint8_t>(op), a, b, c, d);
   return *this;
 }
 
