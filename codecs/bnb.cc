@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codecs/float16.h"
 #include "codecs/pt.h"
 #include "codecs/strict_json.h"
 
@@ -192,11 +193,7 @@ class Checker {
   };
   bool CheckFinite(std::vector<Statistic> stats) {
     std::sort(stats.begin(), stats.end(), [&](const Statistic& a, const Statistic& b) {
-      const TableTensor& x = T(a.tensor);
-      const TableTensor& y = T(b.tensor);
-      if (x.begin != y.begin) return x.begin < y.begin;
-      if (x.end != y.end) return x.end < y.end;
-      return x.name < y.name;
+      return r_->table.InStorageOrder(a.tensor, b.tensor);
     });
     for (const Statistic& s : stats) {
       const std::uint8_t* p = Data(s.tensor);
@@ -204,7 +201,7 @@ class Checker {
       for (std::uint64_t k = 0; k < count; ++k) {
         std::uint32_t bits;
         std::memcpy(&bits, p + 4 * k, 4);
-        if ((bits & 0x7f800000u) != 0x7f800000u) continue;
+        if (!IsNonFiniteF32Bits(bits)) continue;
         qd::Finding& f = Add("BNB-104", qd::Severity::kError, T(s.tensor).name, s.field,
                              DataOffset(s.tensor, 4 * k),
                              s.field + " value " + std::to_string(k) + " is not finite");
@@ -348,7 +345,6 @@ bool Checker::ReadListState(const StateTensor& state, const std::string& w, Stat
                           ? "item 6 (quant_map) is not a tensor"
                           : nullptr;
   if (wrong != nullptr) return refuse("quant_state", std::string("QuantState list: ") + wrong);
-  keys->shape.clear();
   for (std::uint32_t d : shape.items) keys->shape.push_back(static_cast<std::uint64_t>(p.Node(d).integer));
   keys->dtype = item(s, 2).text;
   keys->blocksize = static_cast<std::uint64_t>(item(s, 3).integer);
@@ -373,7 +369,7 @@ bool Checker::ReadListState(const StateTensor& state, const std::string& w, Stat
   if (!offset_ok) {
     return refuse("nested_offset", "the nested offset is neither a float nor a one-value float tensor");
   }
-  if ((std::bit_cast<std::uint32_t>(value) & 0x7f800000u) == 0x7f800000u) {
+  if (IsNonFiniteF32Bits(std::bit_cast<std::uint32_t>(value))) {
     return Error("BNB-101", name, "nested_offset", value_at, "the nested offset is not finite as binary32");
   }
   keys->nested_offset = value;

@@ -1,7 +1,8 @@
 // float16.h: binary16 and bfloat16 conversions for the codecs.
 //
 // Exact widening (F16 -> F32, BF16 -> F32) and round-to-nearest-even
-// narrowing (F32 -> F16). The oracles carry their own, written separately.
+// narrowing (F32 -> F16), and the binary32 finiteness test on raw bits.
+// The oracles carry their own, written separately.
 #ifndef QUANTDIFF_CODECS_FLOAT16_H_
 #define QUANTDIFF_CODECS_FLOAT16_H_
 
@@ -9,6 +10,9 @@
 #include <cstdint>
 
 namespace qd::codec {
+
+// True when binary32 bits are an infinity or a NaN (all exponent bits set).
+inline bool IsNonFiniteF32Bits(std::uint32_t bits) { return (bits & 0x7f800000u) == 0x7f800000u; }
 
 inline float F16ToF32(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codecs/finding.h"
+#include "codecs/float16.h"
 #include "codecs/strict_json.h"
 
 namespace qd::codec {
@@ -517,7 +518,7 @@ bool Checker::CheckScaleValues(const LayerPlan& plan, std::uint64_t n) {
   switch (T(t).dtype) {
     case Dtype::kF32:
       for (std::uint64_t i = 0; i < count; ++i) {
-        if ((LoadU32(p + 4 * i) & 0x7f800000u) == 0x7f800000u) {
+        if (IsNonFiniteF32Bits(static_cast<std::uint32_t>(LoadU32(p + 4 * i)))) {
           bad = i;
           break;
         }

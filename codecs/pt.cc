@@ -1389,22 +1389,21 @@ qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, Decode
     StreamBnbLayers(r, sink);
     return outcome;
   }
-  std::vector<const PtTensor*> order;
-  for (const PtTensor& t : r.table.pickle()->tensors) {
-    if (IsFloatDtype(t.dtype)) order.push_back(&t);
+  // Section 6.3: the table's floating tensors in 6.4's order.
+  const TensorTable& table = r.table;
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (IsFloatDtype(table[i].dtype)) order.push_back(i);
   }
-  std::sort(order.begin(), order.end(), [](const PtTensor* a, const PtTensor* b) {
-    if (a->begin != b->begin) return a->begin < b->begin;
-    if (a->end != b->end) return a->end < b->end;
-    return a->name < b->name;  // std::string compares bytes as unsigned char
-  });
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return table.InStorageOrder(a, b); });
   std::vector<TensorInfo> plan;
   plan.reserve(order.size());
-  for (const PtTensor* t : order) plan.push_back({t->name, t->shape});
+  for (std::size_t i : order) plan.push_back({table[i].name, table[i].shape});
   if (!sink.Plan(plan)) return outcome;
-  for (const PtTensor* t : order) {
-    qd::DecodedTensor decoded{t->name, t->shape, std::vector<float>(t->numel)};
-    DecodePtTensor(*t, decoded.values.data());
+  for (std::size_t i : order) {
+    qd::DecodedTensor decoded{table[i].name, table[i].shape, std::vector<float>(table[i].element_count)};
+    table.DecodeFloat(i, decoded.values.data());
     if (!sink.Take(std::move(decoded))) return outcome;
   }
   return outcome;

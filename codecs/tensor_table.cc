@@ -63,6 +63,14 @@ std::int64_t TensorTable::ByteOffset(std::size_t i, std::uint64_t k) const {
   return static_cast<std::int64_t>(PtElementOffset(*s.view, k / isz) + k % isz);
 }
 
+bool TensorTable::InStorageOrder(std::size_t i, std::size_t j) const {
+  const TableTensor& a = tensors_[i];
+  const TableTensor& b = tensors_[j];
+  if (a.begin != b.begin) return a.begin < b.begin;
+  if (a.end != b.end) return a.end < b.end;
+  return a.name < b.name;  // std::string compares bytes as unsigned char
+}
+
 const std::string* TensorTable::Metadata(std::string_view key) const {
   return pickle_ ? nullptr : container_.Metadata(key);
 }

@@ -55,6 +55,9 @@ class TensorTable {
   // File offset of byte k of Data(i) (docs/pt.md 6.4: a view maps element
   // k / isz through its strides).
   std::int64_t ByteOffset(std::size_t i, std::uint64_t k = 0) const;
+  // docs/pt.md 6.4's order, "sorted by (data begin, data end, name bytes)":
+  // true when tensor i comes before tensor j.
+  bool InStorageOrder(std::size_t i, std::size_t j) const;
   // Where findings about header-level facts point: 8 for safetensors, ds of
   // data.pkl for .pt.
   std::int64_t header_offset() const { return header_offset_; }

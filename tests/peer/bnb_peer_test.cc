@@ -60,11 +60,6 @@ std::vector<std::uint32_t> Bits(const std::vector<float>& v) {
   return b;
 }
 
-json Manifest() {
-  std::ifstream in(kDir / "manifest.json");
-  return json::parse(in, nullptr, /*allow_exceptions=*/false);
-}
-
 json Tables() {
   std::ifstream in(kDir / "TABLES.json");
   return json::parse(in, nullptr, /*allow_exceptions=*/false);
