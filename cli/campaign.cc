@@ -46,7 +46,9 @@ extern const std::string_view kCampaignHelp =
     "  --seed S       campaign seed (default: random, printed); instance i uses\n"
     "                 a seed derived from S and i, so a run repeats exactly\n"
     "  --out DIR      where to write summary.txt, report.json and the saved\n"
-    "                 instances (default ./campaign-out)\n"
+    "                 instances (default ./campaign-out); a folder that exists\n"
+    "                 must be empty or an earlier campaign's (it holds the marker\n"
+    "                 file .quantdiff-campaign), so nothing else is overwritten\n"
     "  --format NAME  only this format (rbq, bnb, gptq, pt, safetensors); repeat with commas\n"
     "  --instances N  stop after N instances even if time remains\n"
     "\n"
@@ -333,13 +335,14 @@ class Campaign {
     std::filesystem::create_directories(out_dir_ + "/" + folder, ec);
     std::string error;
     bool ok = WriteFileAtomic(out_dir_ + "/" + relative,
-                              {reinterpret_cast<const char*>(bytes.data()), bytes.size()}, &error);
+                              {reinterpret_cast<const char*>(bytes.data()), bytes.size()}, {},
+                              &error);
     for (const qd::SideFile& side : generated.side_files) {
       if (!ok) break;
       const std::string name = std::filesystem::path(side.name).filename().string();
       ok = WriteFileAtomic(out_dir_ + "/" + folder + "/" + name,
                            {reinterpret_cast<const char*>(side.bytes.data()), side.bytes.size()},
-                           &error);
+                           {}, &error);
     }
     if (!ok) {
       ClearProgress();
@@ -381,6 +384,45 @@ class Campaign {
   bool tty_ = false;
   bool progress_shown_ = false;
 };
+
+}  // namespace
+
+namespace {
+
+// The file that marks a folder as a campaign's output: summary.txt and
+// report.json are replaced on every run, so they are only written into a
+// folder that is new, empty, or marked by an earlier campaign.
+constexpr std::string_view kCampaignMarker = ".quantdiff-campaign";
+
+bool AdoptOutputFolder(const std::string& dir, std::string* error) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(dir, ec);
+  if (fs::exists(status) && !fs::is_directory(status)) {
+    *error = "refusing to use " + dir + " as --out: it exists and is not a directory";
+    return false;
+  }
+  const fs::path marker = fs::path(dir) / kCampaignMarker;
+  if (fs::exists(status) && !fs::exists(fs::symlink_status(marker, ec)) &&
+      !fs::is_empty(dir, ec)) {
+    *error = "refusing to write into " + dir +
+             ": it holds files and is not a quantdiff campaign folder (no " +
+             std::string(kCampaignMarker) + "); give a new or empty folder";
+    return false;
+  }
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    *error = "cannot create " + dir + ": " + (ec ? ec.message() : std::string("not a directory"));
+    return false;
+  }
+  if (!fs::exists(fs::symlink_status(marker, ec))) {
+    return WriteFileAtomic(marker.string(),
+                           "This folder holds the output of `quantdiff campaign`; a later "
+                           "campaign may replace summary.txt and report.json here.\n",
+                           {}, error);
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -428,14 +470,9 @@ int RunCampaign(const std::vector<std::string>& argv) {
   }
   const std::string out_dir = args.Get("out").value_or("campaign-out");
   if (out_dir.empty()) return UsageError("campaign", "--out needs a directory name");
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec || !std::filesystem::is_directory(out_dir)) {
-    return IoError("campaign", "cannot create " + out_dir + ": " +
-                                   (ec ? ec.message() : std::string("not a directory")));
-  }
+  if (!AdoptOutputFolder(out_dir, &error)) return IoError("campaign", error);
   // Fail now rather than after the run if the summary cannot be written.
-  if (!WriteFileAtomic(out_dir + "/summary.txt", "quantdiff campaign running\n", &error)) {
+  if (!WriteFileAtomic(out_dir + "/summary.txt", "quantdiff campaign running\n", {}, &error)) {
     return IoError("campaign", error);
   }
 
@@ -460,8 +497,10 @@ int RunCampaign(const std::vector<std::string>& argv) {
   const std::string text = qd::reports::CampaignText(stats);
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
-  bool written = WriteFileAtomic(out_dir + "/summary.txt", text, &error);
-  if (written) written = WriteFileAtomic(out_dir + "/report.json", qd::reports::CampaignJson(stats), &error);
+  bool written = WriteFileAtomic(out_dir + "/summary.txt", text, {}, &error);
+  if (written) {
+    written = WriteFileAtomic(out_dir + "/report.json", qd::reports::CampaignJson(stats), {}, &error);
+  }
   if (!written) return IoError("campaign", error);
   std::fprintf(stderr, "quantdiff campaign: wrote %s/summary.txt and %s/report.json\n",
                qd::reports::ForTerminal(out_dir).c_str(), qd::reports::ForTerminal(out_dir).c_str());

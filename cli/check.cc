@@ -3,6 +3,7 @@
 
 #include "codecs/mapped_file.h"
 #include "cli/common.h"
+#include "cli/decoded_output.h"
 #include "reports/report.h"
 #include "reports/writers.h"
 
@@ -36,12 +37,18 @@ int RunCheck(const std::vector<std::string>& argv) {
     return UsageError("check", error);
   }
   if (args.positional.empty()) return UsageError("check", "no file given");
+  // Refused before any work: --out may not name an input or a non-file.
+  if (!options.out.empty() && !CheckOutputTarget(options.out, args.positional, &error)) {
+    return IoError("check", error);
+  }
 
   qd::reports::Report report{"check", {}};
   bool io_error = false;
   bool refused = false;
+  // Everything read, so that --out can never name one of them.
+  std::vector<std::string> inputs = args.positional;
   for (const std::string& path : args.positional) {
-    qd::codec::MappedFile file;
+    InputFile file;
     if (!OpenInput(path, &file, &error)) {
       IoError("check", "cannot read " + error);
       io_error = true;
@@ -53,19 +60,21 @@ int RunCheck(const std::vector<std::string>& argv) {
       io_error = true;
       continue;
     }
+    for (const qd::SideFile& side : side_files) inputs.push_back(side.name);
     const qd::ByteView bytes = file.View();
-    const qd::harness::FormatEntry& format =
-        options.forced ? *options.forced : qd::harness::DetectFormat(bytes);
-    std::optional<qd::Outcome> outcome = SafeRead(format.codec_check, bytes, path, side_files, &error);
+    const qd::harness::FormatEntry* format = nullptr;
+    std::optional<qd::Outcome> outcome =
+        CheckVerbOutcome(bytes, path, side_files, options.forced, &format, &error);
     if (!outcome) {
-      IoError("check", path + ": " + std::string(format.name) + " codec failed: " + error);
+      IoError("check", path + ": " + error);
       io_error = true;
       continue;
     }
     refused = refused || outcome->refused;
-    report.files.push_back(qd::reports::FromOutcome(path, std::string(format.name), *outcome));
+    report.files.push_back(qd::reports::FromOutcome(path, std::string(format->name), *outcome));
   }
-  if (!WriteOutput(options.out, qd::reports::Render(options.report, report), &error)) {
+  if (!WriteOutput(options.out, qd::reports::Render(options.report, report), inputs,
+                   &error)) {
     return IoError("check", error);
   }
   if (io_error) return kExitUsage;

@@ -20,13 +20,6 @@ std::optional<std::string> Args::Get(const std::string& flag) const {
   return it->second;
 }
 
-const Verb* FindVerb(std::string_view name) {
-  for (const Verb& v : Verbs()) {
-    if (v.name == name) return &v;
-  }
-  return nullptr;
-}
-
 bool ParseArgs(const std::vector<std::string>& argv, const std::vector<FlagSpec>& flags,
                Args* out, std::string* error) {
   bool flags_done = false;
@@ -95,7 +88,7 @@ int IoError(std::string_view verb, const std::string& message) {
   return kExitUsage;
 }
 
-bool OpenInput(const std::string& path, qd::codec::MappedFile* file, std::string* error) {
+bool OpenInput(const std::string& path, InputFile* file, std::string* error) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     *error = path + ": " + std::strerror(errno);
@@ -105,7 +98,10 @@ bool OpenInput(const std::string& path, qd::codec::MappedFile* file, std::string
     *error = path + (S_ISDIR(st.st_mode) ? ": is a directory" : ": not a regular file");
     return false;
   }
-  return file->Open(path, error);
+  if (!file->file_.Open(path, error)) return false;
+  const qd::ByteView view = file->file_.View();
+  file->guard_ = std::make_unique<GuardedMapping>(view.data, view.size, path);
+  return true;
 }
 
 bool ParseUint(std::string_view text, std::uint64_t* out) {
@@ -191,35 +187,9 @@ bool ParseReportOptions(const Args& args, ReportOptions* options, std::string* e
   return true;
 }
 
-bool WriteFileAtomic(const std::string& path, std::string_view bytes, std::string* error) {
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) {
-    *error = "cannot write " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  int err = 0;
-  if (std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size()) err = errno ? errno : EIO;
-  if (std::fclose(f) != 0 && err == 0) err = errno ? errno : EIO;
-  if (err != 0) {
-    *error = "cannot write " + path + ": " + std::strerror(err);
-    std::remove(tmp.c_str());
-    return false;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    *error = "cannot write " + path + ": " + std::strerror(errno);
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
-}
-
-bool WriteOutput(const std::string& path, std::string_view text, std::string* error) {
-  if (!path.empty()) return WriteFileAtomic(path, text, error);
-  const bool ok = std::fwrite(text.data(), 1, text.size(), stdout) == text.size() &&
-                  std::fflush(stdout) == 0;
-  if (!ok) *error = std::string("cannot write to standard output: ") + std::strerror(errno);
-  return ok;
+bool WriteOutput(const std::string& path, std::string_view text,
+                 const std::vector<std::string>& inputs, std::string* error) {
+  return WriteFileAtomic(path.empty() ? std::string(kStandardOutput) : path, text, inputs, error);
 }
 
 std::string Crc32Hex(const std::uint8_t* data, std::size_t size) {

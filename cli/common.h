@@ -12,12 +12,15 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "cli/fault_guard.h"
+#include "cli/output_file.h"
 #include "codecs/mapped_file.h"
 #include "harness/registry.h"
 #include "quantdiff/plain_data.h"
@@ -38,8 +41,6 @@ struct Verb {
   std::string_view help;     // the whole `quantdiff help VERB` text
   int (*run)(const std::vector<std::string>& args);
 };
-const std::vector<Verb>& Verbs();  // main.cc
-const Verb* FindVerb(std::string_view name);
 
 struct FlagSpec {
   std::string_view name;  // without the leading "--"
@@ -67,9 +68,22 @@ int UsageError(std::string_view verb, const std::string& message);
 // Prints "quantdiff VERB: message" on stderr; returns kExitUsage.
 int IoError(std::string_view verb, const std::string& message);
 
+// An input file read through its mapping, guarded while it lives: if
+// another process truncates it, the process ends with exit code 2 and a
+// message naming it, never a SIGBUS death (cli/fault_guard.h).
+class InputFile {
+ public:
+  qd::ByteView View() const { return file_.View(); }
+
+ private:
+  friend bool OpenInput(const std::string& path, InputFile* file, std::string* error);
+  qd::codec::MappedFile file_;
+  std::unique_ptr<GuardedMapping> guard_;
+};
+
 // Opens a regular file through its mapping. Anything else (a directory, a
 // FIFO that would block the open, a device) is refused before it is opened.
-bool OpenInput(const std::string& path, qd::codec::MappedFile* file, std::string* error);
+bool OpenInput(const std::string& path, InputFile* file, std::string* error);
 
 // Decimal (or 0x hexadecimal) unsigned 64-bit integer, nothing else.
 bool ParseUint(std::string_view text, std::uint64_t* out);
@@ -91,11 +105,11 @@ inline const std::vector<FlagSpec> kReportFlags = {
     {"report", true}, {"out", true}, {"format", true}, {"config", true}};
 bool ParseReportOptions(const Args& args, ReportOptions* options, std::string* error);
 
-// Writes bytes to path through path + ".tmp" and a rename, so a reader never
-// sees half a file and a failure leaves no file behind.
-bool WriteFileAtomic(const std::string& path, std::string_view bytes, std::string* error);
-// To stdout when path is empty, else WriteFileAtomic.
-bool WriteOutput(const std::string& path, std::string_view text, std::string* error);
+// To standard output when path is empty or "-", else through an OutputFile
+// (cli/output_file.h: never the same file as one of INPUTS, never over
+// anything but a regular file).
+bool WriteOutput(const std::string& path, std::string_view text,
+                 const std::vector<std::string>& inputs, std::string* error);
 
 // CRC-32 (zlib) of bytes as 8 lowercase hex digits.
 std::string Crc32Hex(const std::uint8_t* data, std::size_t size);

@@ -8,7 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/convert.h"
+
 #include "cli/common.h"
+#include "cli/decoded_output.h"
 #include "codecs/gptq.h"
 #include "codecs/mapped_file.h"
 #include "codecs/safetensors.h"
@@ -34,7 +37,12 @@ extern const std::string_view kConvertHelp =
     "field of 2^bits-1 (zero 2^bits, warning GPTQ-107) has no v2 or planar form\n"
     "(overflow), a true zero 0 has no v1 form (underflow); 5, 6 and 7 bits exist\n"
     "only planar. Before OUT is kept the reference oracle reads it and must\n"
-    "decode every weight to the same bits as FILE; otherwise nothing is kept.\n"
+    "decode every weight to the same bits as FILE, and `quantdiff check OUT`\n"
+    "must accept it as it will find it: with every config beside OUT (a folder's\n"
+    "quantize_config.json that disagrees with the new one is CFG-010, so such a\n"
+    "folder is refused, not left with a file that fails). Otherwise nothing is\n"
+    "kept. OUT and its config are written to new temporary files and renamed\n"
+    "into place; they may not be an input or an existing non-regular file.\n"
     "\n"
     "  --to FORMAT    gptq, gptq_v2 or gptq_p (required)\n"
     "  --out FILE     the safetensors file to write (required)\n"
@@ -42,8 +50,9 @@ extern const std::string_view kConvertHelp =
     "                 beside FILE as for decode\n"
     "\n"
     "exit: 0 written, 1 FILE refused, a zero point or width the target cannot\n"
-    "      hold, or an output the oracle reads differently (nothing written),\n"
-    "      2 usage error, unreadable FILE or unwritable OUT\n";
+    "      hold, an output the oracle reads differently or check would refuse\n"
+    "      (nothing written), 2 usage error, unreadable FILE, or OUT unwritable\n"
+    "      or not allowed\n";
 
 namespace {
 
@@ -97,38 +106,21 @@ std::string ConvertedConfig(const qd::SideFile& winner, qd::codec::GptqFormat ta
 
 }  // namespace
 
-int RunConvert(const std::vector<std::string>& argv) {
-  Args args;
-  std::string error;
-  if (!ParseArgs(argv, {{"to", true}, {"out", true}, kConfigFlag}, &args, &error)) {
-    return UsageError("convert", error);
-  }
-  if (args.positional.size() != 1) return UsageError("convert", "give exactly one FILE");
-  const std::optional<std::string> out = args.Get("out");
-  if (!out || out->empty()) return UsageError("convert", "--out OUT.safetensors is required");
-  const std::optional<std::string> to = args.Get("to");
-  qd::codec::GptqFormat target{};
-  if (!to || !ParseTarget(*to, &target)) {
-    return UsageError("convert", "--to must be gptq, gptq_v2 or gptq_p");
-  }
-
-  const std::string& path = args.positional[0];
-  qd::codec::MappedFile file;
-  if (!OpenInput(path, &file, &error)) return IoError("convert", "cannot read " + error);
-  qd::harness::SideFiles side_files;
-  if (!FindSideFiles(path, args.Get("config"), &side_files, &error)) return IoError("convert", error);
-  const qd::ByteView bytes = file.View();
-
+int ConvertGptq(qd::ByteView bytes, const std::string& path, const qd::harness::SideFiles& side_files,
+                qd::codec::GptqFormat target, const std::string& out,
+                const SideFilesBesideOut& beside_out, GptqConversion* result, std::string* error) {
   const qd::codec::GptqResult read = qd::codec::ReadGptq(bytes, path, side_files);
   PrintFindings(path, read.findings);
   if (read.refused) {
     std::fprintf(stderr, "quantdiff convert: %s refused by the gptq codec; nothing written\n",
                  qd::reports::ForTerminal(path).c_str());
+    result->refusal = ConvertRefusal::kInputRefused;
     return kExitFound;
   }
   if (read.layers.empty()) {
     std::fprintf(stderr, "quantdiff convert: %s holds no GPTQ layer; nothing written\n",
                  qd::reports::ForTerminal(path).c_str());
+    result->refusal = ConvertRefusal::kInputRefused;
     return kExitFound;
   }
 
@@ -146,8 +138,9 @@ int RunConvert(const std::vector<std::string>& argv) {
                               : "layer " + layer.prefix;
       std::fprintf(stderr, "quantdiff convert: %s: %s (%s -> %s): %s; nothing written\n",
                    qd::reports::ForTerminal(where).c_str(), pack_error.what.c_str(),
-                   qd::codec::GptqFormatName(read.config.format), to->c_str(),
+                   qd::codec::GptqFormatName(read.config.format), qd::codec::GptqFormatName(target),
                    qd::reports::ForTerminal(pack_error.message).c_str());
+      result->refusal = ConvertRefusal::kTargetCannotHold;
       return kExitFound;
     }
     auto words = [](const std::vector<std::int32_t>& w) {
@@ -179,22 +172,39 @@ int RunConvert(const std::vector<std::string>& argv) {
   for (auto& [key, value] : metadata) {
     if (key == "gptq_checkpoint_format") value = qd::codec::GptqFormatName(target);
   }
-  const std::vector<std::uint8_t> converted =
+  std::vector<std::uint8_t> converted =
       qd::codec::SerializeSafetensors(tensors, read.container.has_metadata ? &metadata : nullptr);
-  const std::string config_path = ConfigPathFor(*out);
   const qd::SideFile* winner = nullptr;
   for (const qd::SideFile& s : side_files) {
     if (s.name == read.config.source) winner = &s;
   }
-  if (winner == nullptr) return IoError("convert", "the winning config source went missing");
+  if (winner == nullptr) {
+    *error = "the winning config source went missing";
+    return kExitUsage;
+  }
   const std::string config_text = ConvertedConfig(*winner, target);
+  const std::string config_path = ConfigPathFor(out);
+
+  // OUT is read with the configs `check OUT` will find beside it once the
+  // new config is in place, not with the new config alone: a folder's
+  // quantize_config.json that disagrees makes the output CFG-010 (issue 9
+  // section 2), and that is refused here, not left behind.
+  qd::harness::SideFiles output_side_files;
+  if (!beside_out({{config_path, std::vector<std::uint8_t>(config_text.begin(), config_text.end())}},
+                  &output_side_files, error)) {
+    return kExitUsage;
+  }
+  const qd::ByteView converted_view{converted.data(), converted.size()};
+  const int verdict = VerifyAsCheckWould(converted_view, out, output_side_files, error);
+  if (verdict != kExitOk) {
+    if (verdict == kExitFound) result->refusal = ConvertRefusal::kCheckRefuses;
+    return verdict;
+  }
 
   // The oracle reads both files; every weight must decode to the same bits.
   const qd::harness::FormatEntry& gptq = *qd::harness::FindFormat("gptq");
   const qd::Outcome before = gptq.oracle_read(bytes, path, side_files);
-  const qd::Outcome after = gptq.oracle_read(
-      {converted.data(), converted.size()}, *out,
-      {{config_path, std::vector<std::uint8_t>(config_text.begin(), config_text.end())}});
+  const qd::Outcome after = gptq.oracle_read(converted_view, out, output_side_files);
   std::string mismatch;
   if (before.refused || after.refused) {
     mismatch = before.refused ? "the oracle refuses the input" : "the oracle refuses the output";
@@ -205,20 +215,69 @@ int RunConvert(const std::vector<std::string>& argv) {
   if (!mismatch.empty()) {
     std::fprintf(stderr, "quantdiff convert: %s; nothing written\n",
                  qd::reports::ForTerminal(mismatch).c_str());
+    result->refusal = ConvertRefusal::kOracleDiffers;
     return kExitFound;
   }
 
-  if (!WriteFileAtomic(*out, {reinterpret_cast<const char*>(converted.data()), converted.size()},
-                       &error) ||
-      !WriteFileAtomic(config_path, config_text, &error)) {
-    std::remove(out->c_str());
+  result->file = std::move(converted);
+  result->config_path = config_path;
+  result->config_text = config_text;
+  result->from = qd::codec::GptqFormatName(read.config.format);
+  result->layers = read.layers.size();
+  return kExitOk;
+}
+
+int RunConvert(const std::vector<std::string>& argv) {
+  Args args;
+  std::string error;
+  if (!ParseArgs(argv, {{"to", true}, {"out", true}, kConfigFlag}, &args, &error)) {
+    return UsageError("convert", error);
+  }
+  if (args.positional.size() != 1) return UsageError("convert", "give exactly one FILE");
+  const std::optional<std::string> out = args.Get("out");
+  if (!out || out->empty()) return UsageError("convert", "--out OUT.safetensors is required");
+  const std::optional<std::string> to = args.Get("to");
+  qd::codec::GptqFormat target{};
+  if (!to || !ParseTarget(*to, &target)) {
+    return UsageError("convert", "--to must be gptq, gptq_v2 or gptq_p");
+  }
+
+  const std::string& path = args.positional[0];
+  if (!CheckOutputTarget(*out, {path}, &error) ||
+      !CheckOutputTarget(ConfigPathFor(*out), {path}, &error)) {
     return IoError("convert", error);
   }
+  InputFile file;
+  if (!OpenInput(path, &file, &error)) return IoError("convert", "cannot read " + error);
+  qd::harness::SideFiles side_files;
+  if (!FindSideFiles(path, args.Get("config"), &side_files, &error)) return IoError("convert", error);
+  std::vector<std::string> inputs = {path};
+  for (const qd::SideFile& side : side_files) inputs.push_back(side.name);
+
+  GptqConversion converted;
+  const int verdict = ConvertGptq(
+      file.View(), path, side_files, target, *out,
+      [&](const qd::harness::SideFiles& pending, qd::harness::SideFiles* found, std::string* e) {
+        return SideFilesAfterWriting(*out, pending, found, e);
+      },
+      &converted, &error);
+  if (verdict == kExitUsage) return IoError("convert", error);
+  if (verdict != kExitOk) return verdict;
+
+  // Both files are written whole before either is renamed into place; a
+  // failure removes only the temporary files (never an existing OUT).
+  OutputFile out_file;
+  OutputFile config_file;
+  if (!out_file.Open(*out, inputs, &error) || !config_file.Open(converted.config_path, inputs, &error)) {
+    return IoError("convert", error);
+  }
+  out_file.Write(converted.file.data(), converted.file.size());
+  config_file.Write(converted.config_text);
+  if (!config_file.Commit(&error) || !out_file.Commit(&error)) return IoError("convert", error);
   std::fprintf(stderr, "quantdiff convert: %s [%s] -> %s [%s] with %s: %zu layers, weights unchanged\n",
                qd::reports::ForTerminal(path).c_str(),
-               qd::codec::GptqFormatName(read.config.format),
-               qd::reports::ForTerminal(*out).c_str(), to->c_str(),
-               qd::reports::ForTerminal(config_path).c_str(), read.layers.size());
+               converted.from.c_str(), qd::reports::ForTerminal(*out).c_str(), to->c_str(),
+               qd::reports::ForTerminal(converted.config_path).c_str(), converted.layers);
   return kExitOk;
 }
 

@@ -10,6 +10,7 @@
 #include "codecs/mapped_file.h"
 #include "codecs/safetensors.h"
 #include "cli/common.h"
+#include "cli/decoded_output.h"
 #include "reports/escape.h"
 #include "reports/writers.h"
 
@@ -24,100 +25,25 @@ extern const std::string_view kDecodeHelp =
     "g_idx becomes P.weight [out_features, in_features]), to a plain safetensors\n"
     "file. Tensors\n"
     "the format does not decode to floating point (integer dtypes) are left out.\n"
-    "The output is written to OUT.tmp and renamed, so it appears whole or not at\n"
-    "all. Warnings are printed to standard error.\n"
+    "Warnings are printed to standard error.\n"
     "\n"
-    "  --out FILE     the safetensors file to write (required)\n"
+    "The output is written to a new temporary file beside OUT and renamed over\n"
+    "OUT only when it is whole and `quantdiff check OUT` would accept it (a\n"
+    "decoded name a safetensors header cannot hold, such as __metadata__, is a\n"
+    "finding); nothing else is ever removed or overwritten. OUT may not be the\n"
+    "input (through any path or link) nor an existing non-regular file; - writes\n"
+    "to standard output (unverified). An input truncated while it is read ends\n"
+    "with exit 2.\n"
+    "\n"
+    "  --out FILE     the safetensors file to write (required; - for standard output)\n"
     "  --format NAME  read FILE as NAME (rbq, bnb, gptq, pt, safetensors) instead of detecting\n"
     "  --config FILE  FILE's quantize config (GPTQ); without it the config is looked\n"
     "                 up beside FILE: STEM.quantize_config.json, quantize_config.json,\n"
     "                 quant_config.json, then config.json's quantization_config\n"
     "\n"
-    "exit: 0 written, 1 FILE refused (its findings on standard error, nothing\n"
-    "      written), 2 usage error, unreadable FILE or unwritable --out\n";
-
-namespace {
-
-// Writes the announced tensors as an F32 safetensors file to PATH.tmp: the
-// header when the codec announces the tensors, then each tensor's values as
-// it arrives, so one decoded tensor is in memory at a time. Finish() renames
-// the file into place; a writer never finished removes it.
-class FileWriterSink : public qd::codec::DecodeSink {
- public:
-  explicit FileWriterSink(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {}
-  ~FileWriterSink() override {
-    if (file_ != nullptr) std::fclose(file_);
-    if (!finished_) std::remove(tmp_.c_str());
-  }
-
-  bool Plan(const std::vector<qd::codec::TensorInfo>& tensors) override {
-    std::vector<qd::codec::TensorToWrite> specs;
-    specs.reserve(tensors.size());
-    for (const qd::codec::TensorInfo& t : tensors) {
-      std::uint64_t count = 1;
-      for (std::uint64_t d : t.shape) count *= d;  // the codec checked it fits
-      specs.push_back({t.name, "F32", t.shape, count * 4});
-    }
-    const std::string header = qd::codec::BuildHeader(specs, nullptr);
-    file_ = std::fopen(tmp_.c_str(), "wb");
-    if (file_ == nullptr) {
-      err_ = errno ? errno : EIO;
-      return false;
-    }
-    return Put(header.data(), header.size());
-  }
-
-  bool Take(qd::DecodedTensor&& t) override {
-    ++tensors_;
-    values_ += t.values.size();
-    if constexpr (std::endian::native == std::endian::little) {
-      return Put(t.values.data(), t.values.size() * sizeof(float));
-    } else {
-      std::vector<std::uint8_t> chunk(t.values.size() * 4);
-      for (std::size_t i = 0; i < t.values.size(); ++i) {
-        const std::uint32_t bits = std::bit_cast<std::uint32_t>(t.values[i]);
-        for (int b = 0; b < 4; ++b) chunk[4 * i + b] = static_cast<std::uint8_t>(bits >> (8 * b));
-      }
-      return Put(chunk.data(), chunk.size());
-    }
-  }
-
-  // Closes and renames; false with *error when any write failed.
-  bool Finish(std::string* error) {
-    if (file_ != nullptr) {
-      if (std::fclose(file_) != 0 && err_ == 0) err_ = errno ? errno : EIO;
-      file_ = nullptr;
-    }
-    if (err_ == 0 && std::rename(tmp_.c_str(), path_.c_str()) != 0) err_ = errno;
-    if (err_ != 0) {
-      *error = "cannot write " + path_ + ": " + std::strerror(err_);
-      return false;
-    }
-    finished_ = true;
-    return true;
-  }
-
-  std::uint64_t tensors() const { return tensors_; }
-  std::uint64_t values() const { return values_; }
-
- private:
-  bool Put(const void* data, std::size_t size) {
-    if (err_ == 0 && size != 0 && std::fwrite(data, 1, size, file_) != size) {
-      err_ = errno ? errno : EIO;
-    }
-    return err_ == 0;
-  }
-
-  std::string path_;
-  std::string tmp_;
-  std::FILE* file_ = nullptr;
-  int err_ = 0;
-  bool finished_ = false;
-  std::uint64_t tensors_ = 0;
-  std::uint64_t values_ = 0;
-};
-
-}  // namespace
+    "exit: 0 written, 1 FILE refused or its output would fail check (the\n"
+    "      findings on standard error, nothing written), 2 usage error,\n"
+    "      unreadable FILE, or --out unwritable or not allowed\n";
 
 int RunDecode(const std::vector<std::string>& argv) {
   Args args;
@@ -135,16 +61,24 @@ int RunDecode(const std::vector<std::string>& argv) {
   }
 
   const std::string& path = args.positional[0];
-  qd::codec::MappedFile file;
+  if (!CheckOutputTarget(*out, {path}, &error)) return IoError("decode", error);
+  InputFile file;
   if (!OpenInput(path, &file, &error)) return IoError("decode", "cannot read " + error);
   qd::harness::SideFiles side_files;
   if (!FindSideFiles(path, args.Get("config"), &side_files, &error)) return IoError("decode", error);
+  std::vector<std::string> inputs = {path};
+  for (const qd::SideFile& side : side_files) inputs.push_back(side.name);
   const qd::ByteView bytes = file.View();
   const qd::harness::FormatEntry& format = forced ? *forced : qd::harness::DetectFormat(bytes);
-  FileWriterSink writer(*out);
+
+  OutputFile output;
+  if (!output.Open(*out, inputs, &error)) return IoError("decode", error);
+  SafetensorsF32Sink sink([&output](const void* data, std::size_t size) {
+    return output.Write(data, size);
+  }, *out);
   std::optional<qd::Outcome> outcome;
   try {
-    outcome = format.codec_stream(bytes, path, side_files, writer);
+    outcome = format.codec_stream(bytes, path, side_files, sink);
   } catch (const std::exception& e) {  // allocation failure on a huge tensor
     error = e.what();
   }
@@ -158,12 +92,29 @@ int RunDecode(const std::vector<std::string>& argv) {
                  static_cast<int>(format.name.size()), format.name.data());
     return kExitFound;
   }
-  if (!writer.Finish(&error)) return IoError("decode", error);
+  if (sink.finding()) {
+    PrintFindings(*out, {*sink.finding()});
+    return kExitFound;
+  }
+  if (*out != kStandardOutput) {
+    // What quantdiff writes, it must accept: the file as `check OUT` will
+    // read it, configs found beside OUT included (issue 9 section 2).
+    InputFile written;
+    qd::harness::SideFiles beside;
+    if (!OpenInput(output.temporary_path(), &written, &error) ||
+        !SideFilesAfterWriting(*out, {}, &beside, &error)) {
+      return IoError("decode", error);
+    }
+    const int verdict = VerifyAsCheckWould(written.View(), *out, beside, &error);
+    if (verdict == kExitUsage) return IoError("decode", error);
+    if (verdict != kExitOk) return verdict;
+  }
+  if (!output.Commit(&error)) return IoError("decode", error);
   std::fprintf(stderr, "quantdiff decode: %s [%.*s] -> %s: %llu tensors, %llu values as F32\n",
                qd::reports::ForTerminal(path).c_str(), static_cast<int>(format.name.size()),
                format.name.data(), qd::reports::ForTerminal(*out).c_str(),
-               static_cast<unsigned long long>(writer.tensors()),
-               static_cast<unsigned long long>(writer.values()));
+               static_cast<unsigned long long>(sink.tensors()),
+               static_cast<unsigned long long>(sink.values()));
   return kExitOk;
 }
 

@@ -38,12 +38,18 @@ int RunDiff(const std::vector<std::string>& argv) {
     return UsageError("diff", error);
   }
   if (args.positional.empty()) return UsageError("diff", "no file given");
+  // Refused before any work: --out may not name an input or a non-file.
+  if (!options.out.empty() && !CheckOutputTarget(options.out, args.positional, &error)) {
+    return IoError("diff", error);
+  }
 
   qd::reports::Report report{"diff", {}};
   bool io_error = false;
   bool diverged = false;
+  // Everything read, so that --out can never name one of them.
+  std::vector<std::string> inputs = args.positional;
   for (const std::string& path : args.positional) {
-    qd::codec::MappedFile file;
+    InputFile file;
     if (!OpenInput(path, &file, &error)) {
       IoError("diff", "cannot read " + error);
       io_error = true;
@@ -55,6 +61,7 @@ int RunDiff(const std::vector<std::string>& argv) {
       io_error = true;
       continue;
     }
+    for (const qd::SideFile& side : side_files) inputs.push_back(side.name);
     const qd::ByteView bytes = file.View();
     const qd::harness::FormatEntry& format =
         options.forced ? *options.forced : qd::harness::DetectFormat(bytes);
@@ -86,7 +93,8 @@ int RunDiff(const std::vector<std::string>& argv) {
     diverged = diverged || r.divergence.has_value();
     report.files.push_back(std::move(r));
   }
-  if (!WriteOutput(options.out, qd::reports::Render(options.report, report), &error)) {
+  if (!WriteOutput(options.out, qd::reports::Render(options.report, report), inputs,
+                   &error)) {
     return IoError("diff", error);
   }
   if (io_error) return kExitUsage;

@@ -1,6 +1,9 @@
 // quantdiff export-vectors: Wycheproof-like test vectors per format.
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <system_error>
@@ -29,7 +32,9 @@ extern const std::string_view kExportVectorsHelp =
     "notes maps each flag to the catalogue's text. The same seed writes the same\n"
     "bytes, so the vectors can be committed and diffed.\n"
     "\n"
-    "  --out DIR      output directory (default corpus/vectors)\n"
+    "  --out DIR      output directory (default corpus/vectors). An earlier\n"
+    "                 export's files there (those its FORMAT.json lists) are\n"
+    "                 replaced; any other file in the way stops the export\n"
     "  --count N      tests per group (default 4)\n"
     "  --seed S       generator seed (default 1)\n"
     "  --format NAME  only this format (rbq, bnb, gptq, pt, safetensors)\n"
@@ -54,31 +59,73 @@ struct FormatResult {
   std::uint64_t relabelled = 0;  // the oracle reported another rule than targeted
 };
 
-// Removes DIR/<format>/<digits><extension> left from an earlier export, so
-// the folder holds exactly the files the JSON names.
-void RemoveStaleVectors(const std::filesystem::path& dir, std::string_view extension) {
+// A path an earlier export's JSON may name: relative, under FORMAT/, with no
+// "." or ".." step, so a crafted JSON cannot point the removal elsewhere.
+bool IsOwnVectorPath(const std::string& relative, const std::string& format) {
+  if (relative.rfind(format + "/", 0) != 0) return false;
+  for (const auto& part : std::filesystem::path(relative)) {
+    if (part == "." || part == ".." || part.empty()) return false;
+  }
+  return true;
+}
+
+// Removes what the earlier export in DIR wrote for this format, and only
+// that: the files (and configs) its FORMAT.json names, then their tcId
+// folders if they are left empty. A FORMAT.json that quantdiff did not write
+// stops the export (exit 2): nothing of someone else's is replaced or removed.
+bool RemoveEarlierExport(const std::filesystem::path& out_dir, const std::string& format,
+                         std::string* error) {
+  const std::filesystem::path json_path = out_dir / (format + ".json");
   std::error_code ec;
-  for (auto it = std::filesystem::directory_iterator(dir, ec);
-       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    const std::filesystem::path& p = it->path();
-    const std::string stem = p.stem().string();
-    if (p.extension() != extension || stem.empty() ||
-        stem.find_first_not_of("0123456789") != std::string::npos) {
-      continue;
-    }
+  if (!std::filesystem::exists(std::filesystem::symlink_status(json_path, ec))) return true;
+  std::ifstream in(json_path, std::ios::binary);
+  const Json doc = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const bool ours = doc.is_object() && doc.contains("generatorVersion") &&
+                    doc["generatorVersion"].is_string() &&
+                    doc["generatorVersion"].get<std::string>().rfind("quantdiff ", 0) == 0 &&
+                    doc.contains("testGroups") && doc["testGroups"].is_array();
+  if (!ours) {
+    *error = "refusing to replace " + json_path.string() +
+             ": it was not written by quantdiff export-vectors (choose another --out)";
+    return false;
+  }
+  std::set<std::filesystem::path> folders;
+  auto remove_listed = [&](const Json& name) {
+    if (!name.is_string() || !IsOwnVectorPath(name.get<std::string>(), format)) return;
+    const std::filesystem::path p = out_dir / name.get<std::string>();
     std::error_code ignored;
-    std::filesystem::remove(p, ignored);
-  }
-  // Instances with side files live in a directory of their own (tcId/).
-  for (auto it = std::filesystem::directory_iterator(dir, ec);
-       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    const std::string stem = it->path().filename().string();
-    if (it->is_directory() && !stem.empty() &&
-        stem.find_first_not_of("0123456789") == std::string::npos) {
-      std::error_code ignored;
-      std::filesystem::remove_all(it->path(), ignored);
+    if (std::filesystem::is_regular_file(std::filesystem::symlink_status(p, ignored))) {
+      std::filesystem::remove(p, ignored);
+    }
+    if (p.parent_path() != out_dir / format) folders.insert(p.parent_path());
+  };
+  for (const Json& group : doc["testGroups"]) {
+    if (!group.is_object() || !group.contains("tests") || !group["tests"].is_array()) continue;
+    for (const Json& test : group["tests"]) {
+      if (!test.is_object()) continue;
+      if (test.contains("file")) remove_listed(test["file"]);
+      if (test.contains("configs") && test["configs"].is_array()) {
+        for (const Json& c : test["configs"]) remove_listed(c);
+      }
     }
   }
+  for (const std::filesystem::path& folder : folders) {
+    ::rmdir(folder.c_str());  // only when empty: anything else stays
+  }
+  return true;
+}
+
+// Writes one vector file; a file already at PATH is not ours (the earlier
+// export's files are gone by now) and is never replaced.
+bool WriteNewVectorFile(const std::filesystem::path& path, const std::uint8_t* data,
+                        std::size_t size, std::string* error) {
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
+    *error = "refusing to replace " + path.string() +
+             ": it exists and is not listed by the earlier export's JSON";
+    return false;
+  }
+  return WriteFileAtomic(path.string(), {reinterpret_cast<const char*>(data), size}, {}, error);
 }
 
 bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out_dir,
@@ -92,7 +139,7 @@ bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out
     *error = "cannot create " + files_dir.string() + ": " + ec.message();
     return false;
   }
-  RemoveStaleVectors(files_dir, format.file_extension);
+  if (!RemoveEarlierExport(out_dir, name, error)) return false;
 
   qd::harness::Rng rng(Mix(seed ^ Fnv1a(name)));
   std::vector<std::string> groups = {""};
@@ -128,9 +175,8 @@ bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out
         const std::string base = std::filesystem::path(side.name).filename().string();
         side_files.push_back({name + "/" + id + "/" + base, side.bytes});
         configs.push_back(side_files.back().name);
-        if (!WriteFileAtomic((std::filesystem::path(out_dir) / side_files.back().name).string(),
-                             {reinterpret_cast<const char*>(side.bytes.data()), side.bytes.size()},
-                             error)) {
+        if (!WriteNewVectorFile(std::filesystem::path(out_dir) / side_files.back().name,
+                                side.bytes.data(), side.bytes.size(), error)) {
           return false;
         }
       }
@@ -164,9 +210,8 @@ bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out
         comment += " (generated for " + (rule.empty() ? std::string("a valid file") : rule) +
                    "; the oracle reads it otherwise)";
       }
-      if (!WriteFileAtomic((std::filesystem::path(out_dir) / file).string(),
-                           {reinterpret_cast<const char*>(g.bytes.data()), g.bytes.size()},
-                           error)) {
+      if (!WriteNewVectorFile(std::filesystem::path(out_dir) / file, g.bytes.data(),
+                              g.bytes.size(), error)) {
         return false;
       }
       Json test = Json::object();
@@ -222,7 +267,7 @@ bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out
   doc["testGroups"] = std::move(test_groups);
   result->tests = tc_id;
   const std::string json = doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-  return WriteFileAtomic((std::filesystem::path(out_dir) / (name + ".json")).string(), json,
+  return WriteFileAtomic((std::filesystem::path(out_dir) / (name + ".json")).string(), json, {},
                          error);
 }
 

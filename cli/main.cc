@@ -16,7 +16,17 @@
 #include "reports/report.h"
 
 namespace qd::cli {
+
+const std::vector<Verb>& Verbs();  // the table, below
+
 namespace {
+
+const Verb* FindVerb(std::string_view name) {
+  for (const Verb& v : Verbs()) {
+    if (v.name == name) return &v;
+  }
+  return nullptr;
+}
 
 int RunHelp(const std::vector<std::string>& args);
 

@@ -67,7 +67,7 @@ int RunRules(const std::vector<std::string>& argv) {
   if (args.Has("json")) {
     if (!args.positional.empty()) return UsageError("rules", "--json prints the whole catalogue; give no RULE");
     const std::string_view json = qd::reports::CatalogueJson();
-    return WriteOutput("", json, &error) ? kExitOk : IoError("rules", error);
+    return WriteOutput("", json, {}, &error) ? kExitOk : IoError("rules", error);
   }
   if (!args.positional.empty()) {
     for (const std::string& id : args.positional) {

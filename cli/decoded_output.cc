@@ -1,0 +1,147 @@
+#include "cli/decoded_output.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <exception>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include "cli/common.h"
+#include "codecs/safetensors.h"
+#include "reports/escape.h"
+
+namespace qd::cli {
+namespace {
+
+// The safetensors format README's header limit (rule ST-002).
+constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
+
+qd::Finding OutputFinding(std::string rule, std::string output_name, std::string tensor,
+                          std::string message) {
+  qd::Finding f;
+  f.rule = std::move(rule);
+  f.severity = qd::Severity::kError;
+  f.file = std::move(output_name);
+  f.tensor = std::move(tensor);
+  f.field = "name";
+  f.message = std::move(message);
+  return f;
+}
+
+}  // namespace
+
+SafetensorsF32Sink::SafetensorsF32Sink(ByteWriter write, std::string output_name)
+    : write_(std::move(write)), output_name_(std::move(output_name)) {}
+
+bool SafetensorsF32Sink::Plan(const std::vector<qd::codec::TensorInfo>& tensors) {
+  // The names a safetensors header cannot hold, in the catalogue's order so
+  // the finding is the one `check` would give the written file.
+  std::set<std::string_view> seen;
+  for (const qd::codec::TensorInfo& t : tensors) {
+    if (qd::reports::ValidUtf8(t.name) != t.name) {
+      finding_ = OutputFinding("ST-004", output_name_, qd::reports::ValidUtf8(t.name),
+                               "a decoded tensor's name is not valid UTF-8, which a safetensors "
+                               "header (JSON) cannot hold; nothing written");
+      return false;
+    }
+  }
+  for (const qd::codec::TensorInfo& t : tensors) {
+    if (!seen.insert(t.name).second) {
+      finding_ = OutputFinding("ST-005", output_name_, t.name,
+                               "two decoded tensors have this name; a safetensors header holds "
+                               "each key once; nothing written");
+      return false;
+    }
+  }
+  if (seen.count("__metadata__")) {
+    finding_ = OutputFinding("ST-006", output_name_, "__metadata__",
+                             "a decoded tensor is named __metadata__, the key a safetensors "
+                             "header keeps for string metadata; nothing written");
+    return false;
+  }
+  std::vector<qd::codec::TensorToWrite> specs;
+  specs.reserve(tensors.size());
+  for (const qd::codec::TensorInfo& t : tensors) {
+    std::uint64_t count = 1;
+    for (std::uint64_t d : t.shape) count *= d;  // the codec checked it fits
+    specs.push_back({t.name, "F32", t.shape, count * 4});
+  }
+  const std::string header = qd::codec::BuildHeader(specs, nullptr);
+  if (header.size() - 8 > kMaxHeaderBytes) {
+    finding_ = OutputFinding("ST-002", output_name_, "",
+                             "the decoded tensors' header would be " +
+                                 std::to_string(header.size() - 8) +
+                                 " bytes, over the safetensors limit of 100,000,000; nothing "
+                                 "written");
+    finding_->field = "header_length";
+    return false;
+  }
+  return write_(header.data(), header.size());
+}
+
+bool SafetensorsF32Sink::Take(qd::DecodedTensor&& t) {
+  ++tensors_;
+  values_ += t.values.size();
+  if constexpr (std::endian::native == std::endian::little) {
+    return write_(t.values.data(), t.values.size() * sizeof(float));
+  } else {
+    std::vector<std::uint8_t> chunk(t.values.size() * 4);
+    for (std::size_t i = 0; i < t.values.size(); ++i) {
+      const std::uint32_t bits = std::bit_cast<std::uint32_t>(t.values[i]);
+      for (int b = 0; b < 4; ++b) chunk[4 * i + b] = static_cast<std::uint8_t>(bits >> (8 * b));
+    }
+    return write_(chunk.data(), chunk.size());
+  }
+}
+
+std::optional<qd::Outcome> CheckVerbOutcome(qd::ByteView bytes, const std::string& name,
+                                            const qd::harness::SideFiles& side_files,
+                                            const qd::harness::FormatEntry* forced,
+                                            const qd::harness::FormatEntry** format,
+                                            std::string* error) {
+  const qd::harness::FormatEntry& used = forced ? *forced : qd::harness::DetectFormat(bytes);
+  if (format != nullptr) *format = &used;
+  try {
+    return used.codec_check(bytes, name, side_files);
+  } catch (const std::exception& e) {
+    *error = std::string(used.name) + " codec threw: " + e.what();
+  } catch (...) {
+    *error = std::string(used.name) + " codec threw a non-standard exception";
+  }
+  return std::nullopt;
+}
+
+bool SideFilesAfterWriting(const std::string& target, const qd::harness::SideFiles& pending,
+                           qd::harness::SideFiles* out, std::string* error) {
+  if (!FindSideFiles(target, std::nullopt, out, error)) return false;
+  for (auto p = pending.rbegin(); p != pending.rend(); ++p) {
+    auto same = std::find_if(out->begin(), out->end(),
+                             [&](const qd::SideFile& s) { return s.name == p->name; });
+    if (same != out->end()) {
+      same->bytes = p->bytes;
+    } else {
+      out->insert(out->begin(), *p);
+    }
+  }
+  return true;
+}
+
+int VerifyAsCheckWould(qd::ByteView bytes, const std::string& target,
+                       const qd::harness::SideFiles& side_files, std::string* error) {
+  const qd::harness::FormatEntry* format = nullptr;
+  const std::optional<qd::Outcome> outcome =
+      CheckVerbOutcome(bytes, target, side_files, nullptr, &format, error);
+  if (!outcome) return kExitUsage;
+  if (!outcome->refused) return kExitOk;
+  PrintFindings(target, outcome->findings);
+  std::fprintf(stderr,
+               "quantdiff: %s would be refused by `quantdiff check` (read as %.*s, with the "
+               "configs beside it); nothing written\n",
+               qd::reports::ForTerminal(target).c_str(), static_cast<int>(format->name.size()),
+               format->name.data());
+  return kExitFound;
+}
+
+}  // namespace qd::cli
