@@ -54,13 +54,14 @@ RC_GTEST_PROP(OutputProperties, DecodeOutputPassesCheck, (std::uint64_t seed)) {
     }
     // Every value the codec decoded is in the file, in order, as F32 bits.
     const qd::Outcome again = f.codec_read(input, "in" + std::string(f.file_extension), g.side_files);
-    std::size_t at = written.size();
     std::uint64_t total = 0;
     for (const qd::DecodedTensor& t : again.tensors) total += t.values.size();
     RC_ASSERT(total * 4 <= written.size());
-    at = written.size() - total * 4;
+    std::size_t at = written.size() - total * 4;
     for (const qd::DecodedTensor& t : again.tensors) {
-      RC_ASSERT(std::memcmp(written.data() + at, t.values.data(), t.values.size() * 4) == 0);
+      if (!t.values.empty()) {
+        RC_ASSERT(std::memcmp(written.data() + at, t.values.data(), t.values.size() * 4) == 0);
+      }
       at += t.values.size() * 4;
     }
   }
