@@ -188,6 +188,14 @@ class Campaign {
     if (mutant) Mutate(&in.generated, rng);
 
     const qd::ByteView bytes{in.generated.bytes.data(), in.generated.bytes.size()};
+    // Both sides detect the instance's format (a mutant may leave its
+    // generator's format; they must still agree).
+    if (auto d = qd::harness::CompareDetection(qd::harness::DetectFormat(bytes).name,
+                                               qd::harness::OracleDetectFormat(bytes).name,
+                                               format.name)) {
+      Record(qd::reports::Problem::Kind::kDivergence, d->signature,
+             d->detail + " [" + in.generated.description + "]", in, counts, rule_counts);
+    }
     const std::string name = "instance-" + std::to_string(index) + std::string(format.file_extension);
     std::string codec_error;
     std::string oracle_error;

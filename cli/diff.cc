@@ -14,14 +14,18 @@ extern const std::string_view kDiffHelp =
     "                      [--format NAME] [--config CONFIG.json]\n"
     "\n"
     "Reads each file with the production codec and with the reference oracle of\n"
-    "its format, then compares them: verdict first, then the rule of every\n"
-    "finding, then every decoded value bit for bit. Prints each side's verdict,\n"
-    "the oracle's findings and any divergence with its signature, e.g.\n"
-    "DIFF:rbq:bytes:value.\n"
+    "its format, then compares them: the format each side detects first, then\n"
+    "the verdict, then every field but the message of every finding, then every\n"
+    "decoded value bit for bit. Prints each side's verdict, the oracle's findings\n"
+    "and any divergence with its signature, e.g. DIFF:rbq:bytes:value, or\n"
+    "DIFF:safetensors:detect:safetensors!=bnb when the codec reads as plain\n"
+    "safetensors a file the oracle finds a bitsandbytes layer in (the codec's\n"
+    "format's readers still run and are reported).\n"
     "\n"
     "  --report FORMAT  text (default), json, junit or sarif\n"
     "  --out FILE       write the report to FILE instead of standard output\n"
-    "  --format NAME    read every file as NAME (rbq, bnb, gptq, pt, safetensors)\n"
+    "  --format NAME    read every file as NAME (rbq, bnb, gptq, pt, safetensors);\n"
+    "                   no detection, so none is compared\n"
     "  --config FILE    the quantize config for every file (GPTQ); without it each\n"
     "                   file's config is looked up beside it: STEM.quantize_config.json,\n"
     "                   quantize_config.json, quant_config.json, config.json\n"
@@ -66,6 +70,12 @@ int RunDiff(const std::vector<std::string>& argv) {
     const qd::harness::FormatEntry& format =
         options.forced ? *options.forced : qd::harness::DetectFormat(bytes);
     const std::string name(format.name);
+    // Which readers run is itself an answer both sides give (README "Which
+    // format a file is"); a difference outranks whatever the readers say.
+    const std::optional<qd::harness::Divergence> detection =
+        options.forced ? std::nullopt
+                       : qd::harness::CompareDetection(
+                             format.name, qd::harness::OracleDetectFormat(bytes).name, name);
     std::string codec_error;
     std::string oracle_error;
     std::optional<qd::Outcome> codec = SafeRead(format.codec_read, bytes, path, side_files, &codec_error);
@@ -90,6 +100,7 @@ int RunDiff(const std::vector<std::string>& argv) {
           "DIFF:" + name + ":exception:" + side,
           (codec ? oracle_error : codec_error) + (codec || oracle ? "" : "; oracle " + oracle_error)};
     }
+    if (detection) r.divergence = detection;
     diverged = diverged || r.divergence.has_value();
     report.files.push_back(std::move(r));
   }

@@ -1367,7 +1367,9 @@ bool ClaimsPt(qd::ByteView file) {
   const std::uint8_t* d = file.data;
   const u64 n = file.size;
   if (n >= 9 && d[8] == '{') return false;  // a safetensors header
-  if (n >= 4 && Rd32(d) == 0x04034b50u) return true;
+  // docs/pt.md 1.1: an archive opens with a local header, or with the end
+  // record when it has no entry.
+  if (n >= 4 && (Rd32(d) == 0x04034b50u || Rd32(d) == 0x06054b50u)) return true;
   static const std::uint8_t kLegacy[14] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
                                            0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
   if (n >= 14 && std::memcmp(d, kLegacy, 14) == 0) return true;

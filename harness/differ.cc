@@ -49,6 +49,17 @@ std::string Describe(const qd::Finding& f) {
   return s;
 }
 
+std::optional<Divergence> CompareDetection(std::string_view codec_format,
+                                           std::string_view oracle_format,
+                                           std::string_view target) {
+  if (codec_format == oracle_format) return std::nullopt;
+  const std::string codec_name(codec_format);
+  const std::string oracle_name(oracle_format);
+  return Divergence{Signature(target, "detect", codec_name + "!=" + oracle_name),
+                    "the codec detects a " + codec_name + " file, the oracle a " + oracle_name +
+                        " file: each side's readers would check different rules"};
+}
+
 std::optional<Divergence> Compare(const qd::Outcome& codec,
                                   const qd::Outcome& oracle,
                                   std::string_view target) {
@@ -62,7 +73,10 @@ std::optional<Divergence> Compare(const qd::Outcome& codec,
                                   : "oracle refused, codec accepted: ") +
             (refusing ? Describe(*refusing) : "(no error finding)")};
   }
-  // Every finding in order: the rule IDs and severities must match.
+  // Every finding in order: the rule IDs and severities must match, then
+  // every other field but the free-text message (oracles/rules.json,
+  // finding_conventions "compared"): which config a CFG-* finding blames
+  // (file) is as much a position as the tensor or the byte offset.
   const std::size_t n = std::max(codec.findings.size(), oracle.findings.size());
   for (std::size_t i = 0; i < n; ++i) {
     const qd::Finding* c = i < codec.findings.size() ? &codec.findings[i] : nullptr;
@@ -75,7 +89,7 @@ std::optional<Divergence> Compare(const qd::Outcome& codec,
                             (c ? Describe(*c) : "none") + " | oracle " +
                             (o ? Describe(*o) : "none")};
     }
-    if (c->tensor != o->tensor || c->field != o->field ||
+    if (c->file != o->file || c->tensor != o->tensor || c->field != o->field ||
         c->byte_offset != o->byte_offset || c->row != o->row ||
         c->block != o->block || c->element != o->element) {
       return Divergence{Signature(target, "position", c->rule),

@@ -1,8 +1,9 @@
 // differ.h: compares what the codec and the oracle made of the same bytes.
 //
 // Order of comparison (DESIGN.md): accept/reject first; then every finding in
-// order: rule ID, severity, tensor, field, byte offset, row, block and
-// element (only the message is free text); then, for
+// order: rule ID and severity (a difference is kind "rule"), then file,
+// tensor, field, byte offset, row, block and element (kind "position"; only
+// the message, free text, is not compared); then, for
 // an accepted file, every decoded tensor's name, shape and values bit for bit
 // (NaNs compare equal to each other whatever their payload).
 //
@@ -30,6 +31,13 @@ struct Divergence {
 std::optional<Divergence> Compare(const qd::Outcome& codec,
                                   const qd::Outcome& oracle,
                                   std::string_view target);
+
+// The two detections of one file (DetectFormat, OracleDetectFormat): a
+// difference is a divergence "DIFF:<target>:detect:<codec>!=<oracle>", since
+// the format decides which rules run at all.
+std::optional<Divergence> CompareDetection(std::string_view codec_format,
+                                           std::string_view oracle_format,
+                                           std::string_view target);
 
 // One line describing a finding: "RBQ-005 error tensor=w field=scale row=1 ...".
 std::string Describe(const qd::Finding& finding);

@@ -150,22 +150,22 @@ bool ClaimsRbq(qd::ByteView file) {
 const std::vector<FormatEntry>& Formats() {
   static const std::vector<FormatEntry> formats = {
       {"rbq", {"RBQ-"}, "rabbit-infer Q4B32 / Q8B32 block formats (spec 002)",
-       &CodecRbq, &StreamRbq, &CheckRbq, &OracleRbq, &ClaimsRbq, &gen::RbqValid,
+       &CodecRbq, &StreamRbq, &CheckRbq, &OracleRbq, &ClaimsRbq, &oracle::IsRbqFile, &gen::RbqValid,
        &gen::RbqViolableRules, &gen::RbqViolation},
       {"bnb", {"BNB-"}, "bitsandbytes 4-bit NF4/FP4, 8-bit blockwise, int8 row-scaled (spec 000)",
-       &CodecBnb, &StreamBnb, &CheckBnb, &OracleBnb, &ClaimsBnb, &gen::BnbValid,
+       &CodecBnb, &StreamBnb, &CheckBnb, &OracleBnb, &ClaimsBnb, &oracle::IsBnbFile, &gen::BnbValid,
        &gen::BnbViolableRules, &gen::BnbViolation, &BnbVariants},
       {"gptq", {"GPTQ-", "CFG-"},
        "GPTQ v1 / v2 continuous pack and planar GPTQ_P with quantize configs (specs 001, 004)",
-       &CodecGptq, &StreamGptq, &CheckGptq, &OracleGptq, &ClaimsGptq, &gen::GptqValid,
+       &CodecGptq, &StreamGptq, &CheckGptq, &OracleGptq, &ClaimsGptq, &oracle::IsGptqFile, &gen::GptqValid,
        &gen::GptqViolableRules, &gen::GptqViolation},
       // Its own container (a ZIP or a legacy pickle, never a safetensors
       // header): after the safetensors formats, whose claims need a header.
       {"pt", {"PT-"}, "torch .pt/.bin (torch.save zip, allow-listed pickle subset), docs/pt.md",
-       &CodecPt, &StreamPt, &CheckPt, &OraclePt, &ClaimsPt, &gen::PtValid, &gen::PtViolableRules,
+       &CodecPt, &StreamPt, &CheckPt, &OraclePt, &ClaimsPt, &oracle::IsPtFile, &gen::PtValid, &gen::PtViolableRules,
        &gen::PtViolation, &PtVariants, ".pt", {"BNB-"}},
       {"safetensors", {"ST-"}, "safetensors container", &CodecSafetensors, &StreamSafetensors, &CheckSafetensors,
-       &OracleSafetensors, &ClaimsAny, &gen::SafetensorsValid,
+       &OracleSafetensors, &ClaimsAny, &ClaimsAny, &gen::SafetensorsValid,
        &gen::SafetensorsViolableRules, &gen::SafetensorsViolation},
   };
   return formats;
@@ -194,11 +194,22 @@ const FormatEntry* FindFormat(std::string_view name) {
   return nullptr;
 }
 
-const FormatEntry& DetectFormat(qd::ByteView file) {
+namespace {
+using Claims = bool (*)(qd::ByteView);
+
+// Formats() in order; the container format when none claims the file.
+const FormatEntry& FirstClaiming(Claims FormatEntry::*claims, qd::ByteView file) {
   for (const FormatEntry& f : Formats()) {
-    if (f.claims(file)) return f;
+    if ((f.*claims)(file)) return f;
   }
   return Formats().back();
+}
+}  // namespace
+
+const FormatEntry& DetectFormat(qd::ByteView file) { return FirstClaiming(&FormatEntry::claims, file); }
+
+const FormatEntry& OracleDetectFormat(qd::ByteView file) {
+  return FirstClaiming(&FormatEntry::oracle_claims, file);
 }
 
 }  // namespace qd::harness

@@ -64,6 +64,10 @@ struct FormatEntry {
                              const SideFiles& side_files);
   // True when this format's rules apply to the file (codec-side detection).
   bool (*claims)(qd::ByteView file);
+  // The same question answered by the oracle alone, from the contract's
+  // Detection rules (README "Which format a file is"); DetectFormat and
+  // OracleDetectFormat must name the same format (CompareDetection).
+  bool (*oracle_claims)(qd::ByteView file);
   Generated (*generate_valid)(Rng& rng);
   // Rules the generator can violate on purpose, each reachable below.
   std::vector<std::string> (*violable_rules)();
@@ -90,7 +94,12 @@ struct FormatEntry {
 const std::vector<FormatEntry>& Formats();
 const FormatEntry* FindFormat(std::string_view name);
 // The first format that claims the file; the container format otherwise.
+// What decides which readers run (`check`, `decode`, `diff`).
 const FormatEntry& DetectFormat(qd::ByteView file);
+// The same walk over oracle_claims: the oracle's own detection, which `diff`,
+// the campaign, the fuzz targets and the properties compare with
+// DetectFormat's (qd::harness::CompareDetection).
+const FormatEntry& OracleDetectFormat(qd::ByteView file);
 
 }  // namespace qd::harness
 

@@ -286,6 +286,12 @@ void NameSiblings(Layer* layer) {
 // The table's tensors by name.
 using TensorIndex = std::map<std::string, const BnbTensor*>;
 
+TensorIndex IndexOf(const BnbTable& table) {
+  TensorIndex index;
+  for (const BnbTensor& tensor : table.tensors) index[tensor.name] = &tensor;
+  return index;
+}
+
 const BnbTensor* Find(const TensorIndex& index, const std::string& name) {
   const auto it = index.find(name);
   return it == index.end() ? nullptr : it->second;
@@ -1333,8 +1339,7 @@ BnbTable BnbTableFromPt(qd::ByteView file, std::int64_t pickle_start,
 }
 
 bool ReadBnbTable(const BnbTable& table, const std::string& file_name, qd::Outcome* outcome) {
-  TensorIndex index;
-  for (const BnbTensor& tensor : table.tensors) index[tensor.name] = &tensor;
+  const TensorIndex index = IndexOf(table);
   const std::vector<Layer> layers = FindLayers(table, index);
   if (layers.empty()) return false;
 
@@ -1507,6 +1512,14 @@ bool QuantizeBnb4bit(const std::string& quant_type, int blocksize, const std::st
     (*packed)[j] = static_cast<std::uint8_t>((high << 4) | low);
   }
   return true;
+}
+
+bool IsBnbFile(qd::ByteView file) {
+  qd::Outcome container_findings;
+  Container container;
+  if (!CheckContainer(file, "", &container_findings, &container)) return false;
+  const BnbTable table = BnbTableFromContainer(file, container);
+  return !FindLayers(table, IndexOf(table)).empty();
 }
 
 }  // namespace qd::oracle

@@ -50,6 +50,11 @@ namespace qd::oracle {
 // tensor that belongs to no layer, all sorted by name (byte order).
 qd::Outcome ReadBnbFile(qd::ByteView file, const std::string& file_name);
 
+// docs/bnb.md "Detection": the container accepts the file and it has at
+// least one layer of the "Layers" table, whatever its checks would say. A
+// .pt file's layers are the pt format's (docs/pt.md 6.4), not detected here.
+bool IsBnbFile(qd::ByteView file);
+
 // ---------------------------------------------------------------------------
 // The tensor table the bitsandbytes checks run over. A safetensors container
 // (BnbTableFromContainer) and an accepted .pt file's tensor and value tables

@@ -1204,4 +1204,10 @@ bool PackGptq(const std::string& format, int bits, std::int64_t in_features,
   return true;
 }
 
+bool IsGptqFile(qd::ByteView file) {
+  qd::Outcome container_findings;
+  Container container;
+  return CheckContainer(file, "", &container_findings, &container) && !FindLayers(container).empty();
+}
+
 }  // namespace qd::oracle

@@ -34,6 +34,11 @@ qd::Outcome ReadGptqFile(qd::ByteView file, const std::string& file_name,
                          const std::vector<qd::SideFile>& configs,
                          std::vector<GptqLayerCodes>* layers = nullptr);
 
+// docs/gptq.md section 2, Detection: the container accepts the file and it
+// has at least one layer (a tensor named P+qweight, P+qzeros, P+scales or
+// P+g_idx). Needs no config.
+bool IsGptqFile(qd::ByteView file);
+
 // docs/gptq.md section 8, written from the page: pack codes [K][N] and zero
 // points [G][N] into qweight [K*bits/32][N] and qzeros [G][N*bits/32] words
 // for format "gptq", "gptq_v2" or "gptq_p". False with *error (a sentence

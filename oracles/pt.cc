@@ -168,11 +168,13 @@ bool IsLegacy(qd::ByteView file) {
   return file.size >= 257 + 5 && std::memcmp(file.data + 257, kUstar, 5) == 0;
 }
 
+// 2.1: every archive torch writes opens with a local header.
+constexpr std::uint8_t kLocalSig[4] = {0x50, 0x4B, 0x03, 0x04};
+
 // 2.2: PT-001 / PT-002.
 bool ReadEndRecords(qd::ByteView file, Report& report, Archive* archive) {
   const std::uint8_t* f = file.data;
   const std::uint64_t n = file.size;
-  static const std::uint8_t kLocalSig[4] = {0x50, 0x4B, 0x03, 0x04};
   if (!StartsWith(f, n, kLocalSig, 4)) {
     if (IsLegacy(file)) {
       return report.Refuse("PT-001", "format", 0,
@@ -1736,6 +1738,14 @@ qd::Outcome ReadPtFile(qd::ByteView file, const std::string& file_name,
     if (graph != nullptr) *graph = PtValueGraph();
     return outcome;
   }
+}
+
+bool IsPtFile(qd::ByteView file) {
+  // 1.1: byte 8 opens a safetensors header; nothing else is looked at then.
+  if (file.size >= 9 && file.data[8] == '{') return false;
+  static const std::uint8_t kEndSig[4] = {0x50, 0x4B, 0x05, 0x06};  // an archive of no entry
+  return StartsWith(file.data, file.size, kLocalSig, 4) ||
+         StartsWith(file.data, file.size, kEndSig, 4) || IsLegacy(file);
 }
 
 }  // namespace qd::oracle

@@ -143,6 +143,12 @@ qd::Outcome ReadPtFile(qd::ByteView file, const std::string& file_name,
                        std::vector<PtValueEntry>* values = nullptr,
                        PtValueGraph* graph = nullptr);
 
+// Section 1.1, Detection: byte 8 (when there is one) is not `{` and the
+// file opens with a ZIP local header (50 4B 03 04), a ZIP end record (50 4B
+// 05 06, an archive of no entry) or the legacy pickle magic, or has `ustar`
+// at offset 257 (section 2.6). Looks at no more.
+bool IsPtFile(qd::ByteView file);
+
 // CRC-32 (ISO-HDLC, the zlib.crc32 function), bit by bit from the reflected
 // polynomial 0xEDB88320. Exposed for the tests.
 std::uint32_t PtCrc32(const std::uint8_t* bytes, std::uint64_t size);

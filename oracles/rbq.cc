@@ -92,8 +92,9 @@ const std::string* FindMetadata(const Container& container, const std::string& k
   return nullptr;
 }
 
-// An RBQ file has a Q4B32/Q8B32 tensor or __metadata__.format "rabbit-...".
-bool IsRbqFile(const Container& container) {
+// README "Which format a file is": an RBQ file has a Q4B32/Q8B32 tensor or
+// __metadata__.format "rabbit-...".
+bool IsRbqContainer(const Container& container) {
   for (const ContainerTensor& tensor : container.tensors) {
     if (IsBlockDtype(tensor.dtype)) return true;
   }
@@ -293,7 +294,7 @@ qd::Outcome ReadRbqFile(qd::ByteView file, const std::string& file_name) {
   Container container;
   if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
 
-  if (!IsRbqFile(container)) {
+  if (!IsRbqContainer(container)) {
     // Exactly what ReadSafetensors returns.
     for (const ContainerTensor& tensor : container.tensors) {
       if (IsFloatDtype(tensor.dtype)) outcome.tensors.push_back(DecodeFloatTensor(file, container, tensor));
@@ -442,6 +443,12 @@ bool MatvecRbq(int bits, qd::ByteView blocks, std::uint64_t rows, std::uint64_t 
     y[r] = row_sum;
   }
   return true;
+}
+
+bool IsRbqFile(qd::ByteView file) {
+  qd::Outcome container_findings;
+  Container container;
+  return CheckContainer(file, "", &container_findings, &container) && IsRbqContainer(container);
 }
 
 }  // namespace qd::oracle

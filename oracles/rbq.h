@@ -23,6 +23,11 @@ namespace qd::oracle {
 // in (begin, end, name) order.
 qd::Outcome ReadRbqFile(qd::ByteView file, const std::string& file_name);
 
+// The oracle's detection (README "Which format a file is"): the container
+// accepts the file and it has a Q4B32/Q8B32 tensor or a __metadata__ format
+// starting with "rabbit-". What ReadRbqFile checks RBQ rules on.
+bool IsRbqFile(qd::ByteView file);
+
 // Reference quantizer (spec "The scale"). bits is 4 or 8; weights are
 // row-major rows x columns. On success *blocks holds rows * (columns / 32)
 // blocks of 18 (Q4B32) or 34 (Q8B32) bytes. On failure returns false and

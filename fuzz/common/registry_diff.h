@@ -22,6 +22,8 @@ struct RegistryReadings {
   qd::Outcome oracle;
 };
 
+// 0. the codec and the oracle detect the same format for the file (whichever
+//    it is: the target reads it as `format` regardless, as `--format` does);
 // 1. codec_read and oracle_read agree (qd::harness::Compare: verdict, every
 //    finding field but the message, every decoded tensor bit for bit);
 // 2. codec_check (the rules alone, what `quantdiff check` runs) reports
@@ -31,6 +33,10 @@ inline RegistryReadings DiffThroughRegistry(const qd::harness::FormatEntry& form
                                             std::string_view target, qd::ByteView file,
                                             const std::string& name,
                                             const qd::harness::SideFiles& side_files) {
+  if (std::optional<qd::harness::Divergence> d = qd::harness::CompareDetection(
+          qd::harness::DetectFormat(file).name, qd::harness::OracleDetectFormat(file).name, target)) {
+    Diverge(d->signature, d->detail);
+  }
   RegistryReadings r{format.codec_read(file, name, side_files),
                      format.oracle_read(file, name, side_files)};
   if (std::optional<qd::harness::Divergence> d = qd::harness::Compare(r.codec, r.oracle, target)) {
