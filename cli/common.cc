@@ -264,7 +264,8 @@ bool ReadSideFile(const std::string& path, bool* exists, std::vector<std::uint8_
   *exists = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
   if (!*exists) return true;
   if (static_cast<std::uint64_t>(st.st_size) > kMaxSideFileBytes) {
-    *error = path + ": " + std::to_string(st.st_size) + " bytes is too large for a config file";
+    *error = path + ": " + std::to_string(st.st_size) + " bytes is too large for a config file (at most " +
+             std::to_string(kMaxSideFileBytes) + ")";
     return false;
   }
   std::FILE* f = std::fopen(path.c_str(), "rb");
