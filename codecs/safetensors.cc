@@ -19,6 +19,7 @@ namespace {
 
 constexpr std::uint64_t kMaxHeaderLength = 100'000'000;  // ST-002
 constexpr std::size_t kMaxNesting = 64;                   // ST-004 decision
+constexpr std::size_t kMaxRank = 64;                      // ST-007 decision
 
 constexpr std::array<DtypeInfo, 22> kDtypes = {{
     {"BOOL", 8, false},     {"F4", 4, false},       {"F6_E2M3", 6, false},
@@ -193,7 +194,12 @@ class HeaderSax {
     const Role parent = frame.role;
     ChildRole(false, false, kind);
     if (parent == Role::kShape && kind == Kind::kUnsigned) {
-      entries.back().shape.push_back(value);
+      EntryRecord& entry = entries.back();
+      if (entry.shape.size() == kMaxRank) {
+        entry.shape_bad = true;  // ST-007 decision: rank above 64; keeps memory bounded
+      } else {
+        entry.shape.push_back(value);
+      }
     } else if (parent == Role::kOffsets && kind == Kind::kUnsigned) {
       entries.back().offsets.push_back(value);
     } else if (parent == Role::kMetadata && kind == Kind::kString) {
