@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <new>
 
 namespace qd::cli {
 
@@ -244,9 +245,12 @@ std::uint64_t Mix(std::uint64_t x) {
 
 std::optional<qd::Outcome> SafeRead(Reader reader, qd::ByteView bytes, const std::string& name,
                                     const qd::harness::SideFiles& side_files,
-                                    std::string* error) {
+                                    std::string* error, bool* out_of_memory) {
   try {
     return reader(bytes, name, side_files);
+  } catch (const std::bad_alloc&) {
+    *error = "reader ran out of memory";
+    if (out_of_memory != nullptr) *out_of_memory = true;
   } catch (const std::exception& e) {
     *error = std::string("reader threw: ") + e.what();
   } catch (...) {

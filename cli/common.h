@@ -104,10 +104,13 @@ std::uint64_t Mix(std::uint64_t x);
 
 // Runs a reader and turns an escaping exception into *error (a reader must
 // not throw; if one does, that is a finding, not a crash of the tool).
+// std::bad_alloc sets *out_of_memory when given: running out of memory is
+// the machine's limit, an I/O-style error (exit 2), not a finding.
 using Reader = qd::Outcome (*)(qd::ByteView, const std::string&, const qd::harness::SideFiles&);
 std::optional<qd::Outcome> SafeRead(Reader reader, qd::ByteView bytes, const std::string& name,
                                     const qd::harness::SideFiles& side_files,
-                                    std::string* error);
+                                    std::string* error,
+                                    bool* out_of_memory = nullptr);
 
 // The config sources for PATH, in priority order (docs/gptq.md section 1):
 // the file given with --config alone, named as given; otherwise whichever of
