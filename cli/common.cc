@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <new>
 
 namespace qd::cli {
 
@@ -214,9 +215,12 @@ std::uint64_t Mix(std::uint64_t x) {
 
 std::optional<qd::Outcome> SafeRead(Reader reader, qd::ByteView bytes, const std::string& name,
                                     const qd::harness::SideFiles& side_files,
-                                    std::string* error) {
+                                    std::string* error, bool* out_of_memory) {
   try {
     return reader(bytes, name, side_files);
+  } catch (const std::bad_alloc&) {
+    *error = "reader ran out of memory";
+    if (out_of_memory != nullptr) *out_of_memory = true;
   } catch (const std::exception& e) {
     *error = std::string("reader threw: ") + e.what();
   } catch (...) {
@@ -234,7 +238,8 @@ bool ReadSideFile(const std::string& path, bool* exists, std::vector<std::uint8_
   *exists = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
   if (!*exists) return true;
   if (static_cast<std::uint64_t>(st.st_size) > kMaxSideFileBytes) {
-    *error = path + ": " + std::to_string(st.st_size) + " bytes is too large for a config file";
+    *error = path + ": " + std::to_string(st.st_size) + " bytes is too large for a config file (at most " +
+             std::to_string(kMaxSideFileBytes) + ")";
     return false;
   }
   std::FILE* f = std::fopen(path.c_str(), "rb");

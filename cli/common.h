@@ -118,10 +118,13 @@ std::uint64_t Mix(std::uint64_t x);
 
 // Runs a reader and turns an escaping exception into *error (a reader must
 // not throw; if one does, that is a finding, not a crash of the tool).
+// std::bad_alloc sets *out_of_memory when given: running out of memory is
+// the machine's limit, an I/O-style error (exit 2), not a finding.
 using Reader = qd::Outcome (*)(qd::ByteView, const std::string&, const qd::harness::SideFiles&);
 std::optional<qd::Outcome> SafeRead(Reader reader, qd::ByteView bytes, const std::string& name,
                                     const qd::harness::SideFiles& side_files,
-                                    std::string* error);
+                                    std::string* error,
+                                    bool* out_of_memory = nullptr);
 
 // The config sources for PATH, in priority order (docs/gptq.md section 1):
 // the file given with --config alone, named as given; otherwise whichever of
@@ -129,9 +132,14 @@ std::optional<qd::Outcome> SafeRead(Reader reader, qd::ByteView bytes, const std
 // DIR/quant_config.json and DIR/config.json exist as regular files, named by
 // that path (STEM: PATH's file name without ".safetensors"). Formats without
 // configs ignore them. False with *error when a source cannot be read or is
-// larger than kMaxSideFileBytes (a config is a few hundred bytes; a huge one
-// is not read into memory).
-inline constexpr std::uint64_t kMaxSideFileBytes = 64ull << 20;
+// larger than kMaxSideFileBytes (exit 2, the message names the file).
+// A quantize config is a few hundred bytes and a model's config.json a few
+// KB (large multimodal ones stay under 100 KB), while both readers hold the
+// parsed JSON in memory at 8 to 16 times the text size (the codec's
+// nlohmann DOM, the oracle's node list): 1 MiB keeps that within the
+// 64 MiB allowance of the memory bound (README, issue 9: a 60 MB config cost
+// `check` 1.4 GB) without a streaming JSON reader on either side.
+inline constexpr std::uint64_t kMaxSideFileBytes = 1ull << 20;
 inline const FlagSpec kConfigFlag = {"config", true};
 bool FindSideFiles(const std::string& path, const std::optional<std::string>& config,
                    qd::harness::SideFiles* out, std::string* error);

@@ -78,8 +78,17 @@ int RunDiff(const std::vector<std::string>& argv) {
                              format.name, qd::harness::OracleDetectFormat(bytes).name, name);
     std::string codec_error;
     std::string oracle_error;
-    std::optional<qd::Outcome> codec = SafeRead(format.codec_read, bytes, path, side_files, &codec_error);
-    std::optional<qd::Outcome> oracle = SafeRead(format.oracle_read, bytes, path, side_files, &oracle_error);
+    bool out_of_memory = false;
+    std::optional<qd::Outcome> codec =
+        SafeRead(format.codec_read, bytes, path, side_files, &codec_error, &out_of_memory);
+    std::optional<qd::Outcome> oracle =
+        SafeRead(format.oracle_read, bytes, path, side_files, &oracle_error, &out_of_memory);
+    if (out_of_memory) {  // the machine's limit, not a difference between the readers
+      IoError("diff", path + ": out of memory while reading it (codec and oracle each hold its "
+                             "whole decode)");
+      io_error = true;
+      continue;
+    }
     qd::reports::FileReport r;
     if (codec && oracle) {
       r = qd::reports::FromOutcome(path, name, *oracle);

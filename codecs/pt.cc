@@ -31,6 +31,7 @@ constexpr u64 kMaxItems = 1048576;
 constexpr u64 kMaxRank = 64;
 constexpr u64 kMaxDepth = 64;
 constexpr u64 kMaxVisits = 1048576;
+constexpr u64 kMaxCreated = 2097152;  // values made by opcodes (4.4)
 
 constexpr u64 kSat32 = 0xffffffffu;
 
@@ -201,12 +202,22 @@ class Reader {
   }
   PtNode& N(std::uint32_t i) { return r_.nodes[i]; }
   u64 Avail() const { return stack_.size() - (marks_.empty() ? 0 : marks_.back()); }
-  bool Push(std::uint32_t node) {
+  // made: the value is new (every push but BINGET's), counted against the
+  // created-values budget after the stack limit (docs/pt.md 4.4).
+  bool Push(std::uint32_t node, bool made = true) {
     if (stack_.size() >= kMaxStack) {
       Error("PT-012", "stack", op_at_, "more than 1048576 stack items");
       return false;
     }
+    if (made && !CountMade()) return false;
     stack_.push_back(node);
+    return true;
+  }
+  bool CountMade() {
+    if (++made_ > kMaxCreated) {
+      Error("PT-012", "container", op_at_, "more than 2097152 values created");
+      return false;
+    }
     return true;
   }
   // GLOBAL / STACK_GLOBAL (section 4.3): the allow-listed name as a token on
@@ -268,6 +279,7 @@ class Reader {
   std::unordered_set<std::uint32_t> built_;
   u64 visits_ = 0;
   u64 size_items_ = 0;  // ints copied into torch.Size values so far (4.4)
+  u64 made_ = 0;        // values created so far (4.4)
   std::unordered_set<std::string> names_;
   std::vector<u64> value_depths_;
   u128 output_ = 0;
@@ -784,6 +796,7 @@ bool Reader::Reduce() {
     default:
       return bad("unknown callable");
   }
+  if (!CountMade()) return false;
   stack_.back() = result;
   return true;
 }
@@ -954,7 +967,7 @@ bool Reader::Walk() {
         pos += w;
         auto it = memo_.find(static_cast<std::uint32_t>(idx));
         if (it == memo_.end()) return Malformed("unset memo index");
-        if (!Push(it->second)) return false;
+        if (!Push(it->second, /*made=*/false)) return false;
         break;
       }
       case 0x63: {  // GLOBAL

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <unordered_set>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@ namespace {
 
 constexpr std::uint64_t kMaxHeaderLength = 100'000'000;  // ST-002
 constexpr std::size_t kMaxNesting = 64;                   // ST-004 decision
+constexpr std::size_t kMaxRank = 64;                      // ST-007 decision
 
 constexpr std::array<DtypeInfo, 22> kDtypes = {{
     {"BOOL", 8, false},     {"F4", 4, false},       {"F6_E2M3", 6, false},
@@ -192,7 +194,12 @@ class HeaderSax {
     const Role parent = frame.role;
     ChildRole(false, false, kind);
     if (parent == Role::kShape && kind == Kind::kUnsigned) {
-      entries.back().shape.push_back(value);
+      EntryRecord& entry = entries.back();
+      if (entry.shape.size() == kMaxRank) {
+        entry.shape_bad = true;  // ST-007 decision: rank above 64; keeps memory bounded
+      } else {
+        entry.shape.push_back(value);
+      }
     } else if (parent == Role::kOffsets && kind == Kind::kUnsigned) {
       entries.back().offsets.push_back(value);
     } else if (parent == Role::kMetadata && kind == Kind::kString) {
@@ -483,24 +490,67 @@ void AppendFloatTensors(const Container& container,
   StreamFloatTensors(container, sink);
 }
 
+namespace {
+
+// One JSON object written member by member, in first-insertion order, with
+// the text nlohmann::ordered_json::dump() gives (compact, its string
+// escaping). A key set again keeps its first place and takes the new value,
+// as ordered_json's operator[] does; the index makes that O(log n) per
+// member instead of ordered_json's linear key search, which made a header of
+// n tensors O(n^2) (issue 9, 100k tensors took 14 s).
+class JsonObjectWriter {
+ public:
+  void Set(const std::string& key, std::string value_json) {
+    const auto [it, inserted] = index_.emplace(key, members_.size());
+    if (inserted) {
+      members_.emplace_back(nlohmann::json(key).dump(), std::move(value_json));
+    } else {
+      members_[it->second].second = std::move(value_json);
+    }
+  }
+  std::string Text() const {
+    std::string out = "{";
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      if (i != 0) out.push_back(',');
+      out.append(members_[i].first).push_back(':');
+      out.append(members_[i].second);
+    }
+    return out + "}";
+  }
+
+ private:
+  std::map<std::string, std::size_t> index_;
+  std::vector<std::pair<std::string, std::string>> members_;  // escaped key, value text
+};
+
+std::string JsonUnsignedArray(const std::vector<std::uint64_t>& values) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i != 0) out.push_back(',');
+    out += std::to_string(values[i]);
+  }
+  return out + "]";
+}
+
+}  // namespace
+
 std::string BuildHeader(const std::vector<TensorToWrite>& tensors,
                         const MetadataList* metadata) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  JsonObjectWriter header;
   if (metadata != nullptr) {
-    nlohmann::ordered_json meta = nlohmann::ordered_json::object();
-    for (const auto& [k, v] : *metadata) meta[k] = v;
-    header["__metadata__"] = std::move(meta);
+    JsonObjectWriter meta;
+    for (const auto& [k, v] : *metadata) meta.Set(k, nlohmann::json(v).dump());
+    header.Set("__metadata__", meta.Text());
   }
   std::uint64_t offset = 0;
   for (const TensorToWrite& t : tensors) {
-    nlohmann::ordered_json entry;
-    entry["dtype"] = t.dtype;
-    entry["shape"] = t.shape;
-    entry["data_offsets"] = {offset, offset + t.byte_size};
+    header.Set(t.name, "{\"dtype\":" + nlohmann::json(t.dtype).dump() +
+                           ",\"shape\":" + JsonUnsignedArray(t.shape) +
+                           ",\"data_offsets\":" +
+                           JsonUnsignedArray({offset, offset + t.byte_size}) + "}");
     offset += t.byte_size;
-    header[t.name] = std::move(entry);
   }
-  std::string json = header.dump();
+  std::string json = header.Text();
   json.append((8 - json.size() % 8) % 8, ' ');  // ST-102 padding
   std::string out(8, '\0');
   const std::uint64_t n = json.size();

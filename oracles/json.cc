@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string_view>
+#include <utility>
 
 namespace qd::oracle {
 namespace {
@@ -24,8 +26,9 @@ constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 
 class JsonParser {
  public:
-  JsonParser(const std::uint8_t* bytes, std::size_t size, JsonDocument* document)
-      : bytes_(bytes), size_(size), document_(document) {}
+  JsonParser(const std::uint8_t* bytes, std::size_t size, std::uint32_t array_items_kept,
+             JsonDocument* document)
+      : bytes_(bytes), size_(size), array_items_kept_(array_items_kept), document_(document) {}
 
   // JSON-text = ws object ws  (this format requires the value to be an object).
   bool ParseText() {
@@ -59,7 +62,11 @@ class JsonParser {
     }
   }
 
+  // A node in the document, or kNoNode while skipping (array items past
+  // array_items_kept_ and everything inside them are parsed and checked but
+  // not kept, so that memory follows what callers read, not the text size).
   std::uint32_t NewNode(JsonKind kind) {
+    if (skipping_ > 0) return kNoNode;
     JsonNode node;
     node.kind = kind;
     document_->nodes.push_back(node);
@@ -69,6 +76,11 @@ class JsonParser {
   // Links child as the last child of parent (last is the previous last child).
   void AppendChild(std::uint32_t parent, std::uint32_t* last, std::uint32_t child) {
     std::vector<JsonNode>& nodes = document_->nodes;
+    if (parent == kNoNode) return;
+    if (child == kNoNode) {  // skipped: counted, not linked
+      nodes[parent].child_count += 1;
+      return;
+    }
     if (*last == kNoNode) {
       nodes[parent].first_child = child;
     } else {
@@ -97,6 +109,10 @@ class JsonParser {
       std::uint32_t begin = 0;
       std::uint32_t size = 0;
       if (!ParseString(&begin, &size)) return false;
+      if (*node == kNoNode) {
+        document_->text.resize(begin);  // a skipped string is not kept
+        return true;
+      }
       document_->nodes[*node].text_begin = begin;
       document_->nodes[*node].text_size = size;
       return true;
@@ -122,13 +138,18 @@ class JsonParser {
 
   // object = begin-object [ member *( value-separator member ) ] end-object
   // member = string name-separator value
+  // Every object's keys are checked for duplicates when it closes
+  // (NoteDuplicateKeys), so skipped objects are checked too.
   bool ParseObject(int depth, std::uint32_t object) {
+    const std::size_t start = pos_;
+    const std::size_t arena_start = document_->text.size();
     ++pos_;  // '{'
     SkipWhitespace();
     if (!AtEnd() && bytes_[pos_] == '}') {
       ++pos_;
       return true;
     }
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> keys;  // arena (begin, size)
     std::uint32_t last = kNoNode;
     while (true) {
       if (AtEnd() || bytes_[pos_] != '"') return Fail("an object key string is expected");
@@ -140,9 +161,12 @@ class JsonParser {
       ++pos_;
       SkipWhitespace();
       std::uint32_t child = kNoNode;
+      keys.emplace_back(key_begin, key_size);
       if (!ParseValue(depth + 1, &child)) return false;
-      document_->nodes[child].key_begin = key_begin;
-      document_->nodes[child].key_size = key_size;
+      if (child != kNoNode) {
+        document_->nodes[child].key_begin = key_begin;
+        document_->nodes[child].key_size = key_size;
+      }
       AppendChild(object, &last, child);
       SkipWhitespace();
       if (AtEnd()) return Fail("the object is not closed");
@@ -153,6 +177,8 @@ class JsonParser {
       }
       if (bytes_[pos_] == '}') {
         ++pos_;
+        NoteDuplicateKeys(start, keys);
+        if (object == kNoNode) document_->text.resize(arena_start);  // skipped keys
         return true;
       }
       return Fail("',' or '}' is expected in an object");
@@ -168,9 +194,15 @@ class JsonParser {
       return true;
     }
     std::uint32_t last = kNoNode;
+    std::uint32_t items = 0;
     while (true) {
       std::uint32_t child = kNoNode;
-      if (!ParseValue(depth + 1, &child)) return false;
+      const bool skip = array != kNoNode && items >= array_items_kept_;
+      skipping_ += skip ? 1 : 0;
+      const bool parsed = ParseValue(depth + 1, &child);
+      skipping_ -= skip ? 1 : 0;
+      if (!parsed) return false;
+      ++items;
       AppendChild(array, &last, child);
       SkipWhitespace();
       if (AtEnd()) return Fail("the array is not closed");
@@ -184,6 +216,27 @@ class JsonParser {
         return true;
       }
       return Fail("',' or ']' is expected in an array");
+    }
+  }
+
+  // The first object in document order (the smallest start) with a key
+  // twice wins; its smallest such key in byte order is reported (json.h).
+  void NoteDuplicateKeys(std::size_t start,
+                         const std::vector<std::pair<std::uint32_t, std::uint32_t>>& keys) {
+    if (document_->has_duplicate_key && document_->duplicate_key_object <= start) return;
+    std::vector<std::string_view> sorted;
+    sorted.reserve(keys.size());
+    for (const auto& [begin, size] : keys) {
+      sorted.push_back(std::string_view(document_->text).substr(begin, size));
+    }
+    std::sort(sorted.begin(), sorted.end());  // byte order (char_traits compares unsigned)
+    for (std::size_t i = 1; i < sorted.size(); ++i) {
+      if (sorted[i] == sorted[i - 1]) {
+        document_->has_duplicate_key = true;
+        document_->duplicate_key = std::string(sorted[i]);
+        document_->duplicate_key_object = start;
+        return;
+      }
     }
   }
 
@@ -324,6 +377,7 @@ class JsonParser {
     if (std::isinf(std::strtod(token.c_str(), nullptr))) {
       return Fail("a number overflows binary64");
     }
+    if (node == kNoNode) return true;  // a skipped number is not kept
     std::string& out = document_->text;
     document_->nodes[node].text_begin = static_cast<std::uint32_t>(out.size());
     document_->nodes[node].text_size = static_cast<std::uint32_t>(pos_ - start);
@@ -345,6 +399,8 @@ class JsonParser {
   const std::uint8_t* bytes_;
   std::size_t size_;
   std::size_t pos_ = 0;
+  std::uint32_t array_items_kept_;
+  int skipping_ = 0;  // > 0 while inside an array item that is not kept
   JsonDocument* document_;
   std::string error_;
   std::size_t error_position_ = 0;
@@ -413,10 +469,9 @@ bool IsStrictUtf8(const std::uint8_t* bytes, std::size_t size, std::size_t* bad_
 // The public entry points.
 
 bool ParseJsonObjectText(const std::uint8_t* bytes, std::size_t size, JsonDocument* document,
-                         JsonError* error) {
-  document->nodes.clear();
-  document->text.clear();
-  JsonParser parser(bytes, size, document);
+                         JsonError* error, std::uint32_t array_items_kept) {
+  *document = JsonDocument{};
+  JsonParser parser(bytes, size, array_items_kept, document);
   if (!parser.ParseText()) {
     error->what = parser.error();
     error->position = parser.error_position();
@@ -437,23 +492,9 @@ bool ParseStrictJsonObject(const std::uint8_t* bytes, std::size_t size, JsonDocu
 }
 
 bool FindDuplicateKey(const JsonDocument& document, std::string* key) {
-  std::vector<std::string_view> keys;
-  for (std::uint32_t node = 0; node < document.nodes.size(); ++node) {
-    if (document.nodes[node].kind != JsonKind::kObject) continue;
-    keys.clear();
-    for (std::uint32_t child = document.nodes[node].first_child; child != kNoNode;
-         child = document.nodes[child].next_sibling) {
-      keys.push_back(document.Key(child));
-    }
-    std::sort(keys.begin(), keys.end());  // byte order (char_traits compares unsigned)
-    for (std::size_t i = 1; i < keys.size(); ++i) {
-      if (keys[i] == keys[i - 1]) {
-        *key = std::string(keys[i]);
-        return true;
-      }
-    }
-  }
-  return false;
+  if (!document.has_duplicate_key) return false;
+  *key = document.duplicate_key;
+  return true;
 }
 
 bool JsonToUint64(const JsonDocument& document, std::uint32_t node, std::uint64_t* value) {

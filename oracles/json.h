@@ -12,11 +12,15 @@
 //     and a raw control character inside a string is refused);
 //   * objects and arrays nest at most 64 deep;
 //   * a number whose value rounds to infinity in binary64 is refused.
-// Duplicate keys are not refused by the parser; FindDuplicateKey reports
-// them (ST-005 and BNB-101 refuse them).
+// Duplicate keys are not refused by the parser; it notes the first object
+// holding one and FindDuplicateKey reports it (ST-005 and BNB-101 refuse them).
 //
 // The document is a flat list of nodes in document order; nodes[0] is the
 // top-level object. Strings are stored unescaped; numbers keep their token.
+// A caller may keep only the first items of every array as nodes (the rest
+// are parsed and checked, and counted in child_count, but not stored): a
+// header of [0,0,...] would otherwise cost 16 bytes of nodes per 2 bytes of
+// text (issue 9, 3).
 #ifndef QUANTDIFF_ORACLES_JSON_H_
 #define QUANTDIFF_ORACLES_JSON_H_
 
@@ -50,6 +54,10 @@ struct JsonNode {
 struct JsonDocument {
   std::vector<JsonNode> nodes;  // nodes[0] is the top-level object
   std::string text;             // arena of string bytes and number tokens
+  // The first object (document order) that holds a key twice, if any.
+  bool has_duplicate_key = false;
+  std::string duplicate_key;  // its smallest duplicated key in byte order
+  std::size_t duplicate_key_object = 0;  // the offset of its '{'
 
   std::string_view Text(std::uint32_t node) const {
     return std::string_view(text).substr(nodes[node].text_begin, nodes[node].text_size);
@@ -76,19 +84,20 @@ struct JsonError {
 
 // Parses bytes[0, size) as a JSON text whose value is an object (RFC 8259,
 // with the limits above). The bytes must already be strict UTF-8: strings
-// are copied through byte by byte. On failure returns false and fills
-// *error; *document is then unspecified.
+// are copied through byte by byte. Every array keeps its first
+// array_items_kept items as nodes (child_count counts them all). On failure
+// returns false and fills *error; *document is then unspecified.
 bool ParseJsonObjectText(const std::uint8_t* bytes, std::size_t size, JsonDocument* document,
-                         JsonError* error);
+                         JsonError* error, std::uint32_t array_items_kept = kNoNode);
 
 // IsStrictUtf8, then ParseJsonObjectText. A UTF-8 failure is reported as
 // "not strict UTF-8" at the bad byte.
 bool ParseStrictJsonObject(const std::uint8_t* bytes, std::size_t size, JsonDocument* document,
                            JsonError* error);
 
-// The first object (document order) that holds a key twice, compared after
-// unescaping; *key is the smallest such key of that object in byte order.
-// Returns false when no object has a duplicate key.
+// The first object (document order, kept or not) that holds a key twice,
+// compared after unescaping; *key is the smallest such key of that object
+// in byte order. Returns false when no object has a duplicate key.
 bool FindDuplicateKey(const JsonDocument& document, std::string* key);
 
 // A JSON number token of digits only (no sign, fraction or exponent) whose

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "oracles/json.h"
 #include "oracles/rbq.h"
 #include "oracles/safetensors.h"
 #include "quantdiff/plain_data.h"
@@ -305,6 +306,47 @@ TEST(DuplicateKeys, KeysAreComparedAfterUnescaping) {
   EXPECT_EQ(Summary(Read(MakeFile(twice))), "ST-005 refused");
 }
 
+TEST(DuplicateKeys, FoundInArrayItemsThatAreNotKept) {
+  // The header parse keeps 64 items of an array as nodes; the object after
+  // 100 zeros is parsed without nodes and its duplicate still found.
+  std::string junk = "[";
+  for (int i = 0; i < 100; ++i) junk += "0,";
+  junk += "{\"a\":1,\"a\":2}]";
+  const std::string header =
+      "{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"x\":" + junk + "}}";
+  const qd::Outcome outcome = Read(MakeFile(header, Bytes(1, 0)));
+  EXPECT_EQ(Summary(outcome), "ST-005 refused");
+}
+
+TEST(DuplicateKeys, FirstObjectInDocumentOrderAndItsSmallestKey) {
+  // The object at "x" opens before the one inside its array, which closes
+  // first; document order is by opening brace, so "x"'s smallest duplicate.
+  const std::string text = "{\"x\":{\"a\":[{\"c\":1,\"c\":2}],\"d\":1,\"b\":1,\"d\":2,\"b\":2}}";
+  for (const std::uint32_t kept : {kNoNode, 0u}) {
+    JsonDocument document;
+    JsonError error;
+    ASSERT_TRUE(ParseJsonObjectText(reinterpret_cast<const std::uint8_t*>(text.data()), text.size(),
+                                    &document, &error, kept));
+    std::string key;
+    ASSERT_TRUE(FindDuplicateKey(document, &key));
+    EXPECT_EQ(key, "b") << kept;
+  }
+}
+
+TEST(JsonDocument, ArrayItemsPastTheKeptOnesAreCountedNotStored) {
+  std::string text = "{\"a\":[";
+  for (int i = 0; i < 1000; ++i) text += "\"xyz\",";
+  text += "[1,2]]}";
+  JsonDocument document;
+  JsonError error;
+  ASSERT_TRUE(ParseJsonObjectText(reinterpret_cast<const std::uint8_t*>(text.data()), text.size(),
+                                  &document, &error, 3));
+  // The object, its array and three strings; the arena holds "a" and three "xyz".
+  EXPECT_EQ(document.nodes.size(), 5u);
+  EXPECT_EQ(document.nodes[1].child_count, 1001u);
+  EXPECT_EQ(document.text, "axyzxyzxyz");
+}
+
 TEST(DuplicateKeys, ST005ComesBeforeTensorRules) {
   // "t" is not an object (ST-007) but the duplicate is found first.
   EXPECT_EQ(Summary(Read(MakeFile("{\"t\":5,\"u\":{\"k\":1,\"k\":1}}"))), "ST-005 refused");
@@ -367,6 +409,24 @@ TEST(TensorEntries, BadEntriesAreST007) {
       EXPECT_EQ(outcome.findings.back().field, c.field) << c.entry;
       EXPECT_EQ(outcome.findings.back().byte_offset, 8) << c.entry;
     }
+  }
+}
+
+TEST(TensorEntries, ShapeOfMoreThan64ItemsIsST007) {
+  // rules.json ST-007 decision: rank at most 64. All ones: one F32 element.
+  const auto entry_of_rank = [](int rank) {
+    std::string shape = "[";
+    for (int i = 0; i < rank; ++i) shape += i == 0 ? "1" : ",1";
+    return "{\"w\":{\"dtype\":\"F32\",\"shape\":" + shape + "],\"data_offsets\":[0,4]}}";
+  };
+  EXPECT_EQ(Summary(Read(MakeFile(entry_of_rank(64), Bytes(4, 0)))), " accepted");
+  for (const int rank : {65, 100000}) {
+    const qd::Outcome outcome = Read(MakeFile(entry_of_rank(rank), Bytes(4, 0)));
+    EXPECT_EQ(Summary(outcome), "ST-007 refused") << rank;
+    ASSERT_FALSE(outcome.findings.empty());
+    EXPECT_EQ(outcome.findings.back().tensor, "w");
+    EXPECT_EQ(outcome.findings.back().field, "shape");
+    EXPECT_EQ(outcome.findings.back().byte_offset, 8);
   }
 }
 

@@ -50,6 +50,7 @@ constexpr std::uint64_t kMaxItems = 1048576;
 constexpr std::uint64_t kMaxRank = 64;
 constexpr std::uint64_t kMaxDepth = 64;
 constexpr std::uint64_t kMaxNodes = 1048576;
+constexpr std::uint64_t kMaxValuesMade = 2097152;
 // The oracle-side output guard (see the top of the file).
 constexpr std::uint64_t kOutputSlack = std::uint64_t{1} << 26;
 constexpr std::size_t kRenderCap = 4096;
@@ -698,9 +699,17 @@ class Walker {
     if (size_ - pos_ < n) return Malformed("truncated operand");
     return true;
   }
-  bool Push(std::uint32_t node) {
+  // docs/pt.md 4.4: every push makes a new value except BINGET's (Get),
+  // counted after the stack limit.
+  bool Push(std::uint32_t node, bool new_value = true) {
     if (saved_ + stack_.size() + 1 > kMaxStack) return Fail("PT-012", "stack", "too many stack items");
+    if (new_value && !ValueMade()) return false;
     stack_.push_back(node);
+    return true;
+  }
+  bool ValueMade() {
+    ++values_made_;
+    if (values_made_ > kMaxValuesMade) return Fail("PT-012", "container", "more than 2^21 values created");
     return true;
   }
   std::uint32_t Pop() {
@@ -727,7 +736,7 @@ class Walker {
   bool Get(std::uint64_t index) {
     const auto it = memo_.find(index);
     if (it == memo_.end()) return Malformed("memo index not set");
-    return Push(it->second);
+    return Push(it->second, /*new_value=*/false);
   }
   bool String(std::uint64_t length_bytes);
   bool GlobalLine(std::string* line);
@@ -751,6 +760,7 @@ class Walker {
   std::vector<std::vector<std::uint32_t>> marks_;
   std::uint64_t saved_ = 0;  // items in the stacks saved by marks
   std::uint64_t size_ints_ = 0;  // ints held by torch.Size values so far (4.4)
+  std::uint64_t values_made_ = 0;  // values created by opcodes so far (4.4)
   std::map<std::uint64_t, std::uint32_t> memo_;
   std::map<std::string, std::pair<int, std::int64_t>> storage_keys_;  // key -> (dtype, numel)
 };
@@ -900,6 +910,7 @@ bool Walker::Reduce() {
       break;
     }
   }
+  if (!ValueMade()) return false;  // the REDUCE result (4.4)
   stack_.back() = result;
   return true;
 }

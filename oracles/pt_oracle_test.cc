@@ -663,6 +663,44 @@ TEST(PtOracle, Pt012StackMemoContainer) {
   ExpectError(Read(StateDict(l.b, kSix)), "PT-012", "container", kPkl + 4 + 2 * 1048576 + 1);
 }
 
+TEST(PtOracle, Pt012ValuesCreated) {
+  // docs/pt.md 4.4: at most 2^21 values made in a file. None, then 2^21 - 1
+  // TUPLE1s (one stack item throughout) make exactly 2^21.
+  Pkl p;
+  p.proto().op(0x4E);
+  p.b.insert(p.b.end(), 2097151, 0x85);
+  Pkl fits = p;  // refused for its root only, at STOP
+  fits.stop();
+  ExpectError(Read(StateDict(fits.b, kSix)), "PT-017", "root", kPkl + 2 + 1 + 2097151);
+  const std::size_t at = p.pos();
+  p.op(0x85).stop();
+  ExpectError(Read(StateDict(p.b, kSix)), "PT-012", "container", kPkl + at);
+  // The REDUCE result counts: 2^21 - 2 values, then OrderedDict and ().
+  Pkl r;
+  r.proto().op(0x4E);
+  r.b.insert(r.b.end(), 2097149, 0x85);
+  r.global("collections", "OrderedDict").op(0x29);
+  const std::size_t reduce_at = r.pos();
+  r.reduce().stop();
+  ExpectError(Read(StateDict(r.b, kSix)), "PT-012", "container", kPkl + reduce_at);
+  // BINGET makes nothing: 2^20 + 1 fresh int keys, each value one memoized
+  // None (2^20 BINGETs); had those counted, the budget (2^21) would fail
+  // before the item limit that does.
+  Pkl d;
+  d.proto().dict().op(0x4A);
+  Put32(&d.b, 0);
+  d.op(0x4E).op(0x71).op(0).setitem();
+  for (std::uint32_t i = 1; i <= 1048576; ++i) {
+    d.op(0x4A);
+    Put32(&d.b, i);
+    d.op(0x68).op(0);
+    if (i < 1048576) d.setitem();
+  }
+  const std::size_t item_at = d.pos();
+  d.setitem().stop();
+  ExpectError(Read(StateDict(d.b, kSix)), "PT-012", "container", kPkl + item_at);
+}
+
 TEST(PtOracle, Pt012TorchSizeInts) {
   // All torch.Size values of a file hold at most 1048576 ints (docs/pt.md
   // 4.4): one memoized tuple of 1000 ints, REDUCEd into a Size 1048 times

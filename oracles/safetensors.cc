@@ -26,6 +26,10 @@ namespace {
 constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint64_t kMaxHeaderSize = 100000000;  // ST-002
 constexpr std::int64_t kHeaderOffset = 8;            // byte_offset of header findings
+// ST-007 decision (rules.json): a shape has at most 64 items. Only that many
+// items of any header array are kept as JSON nodes, so a header of [0,0,...]
+// costs the parse a few bytes per item at most, not 16 (issue 9).
+constexpr std::uint32_t kMaxRank = 64;
 
 // ---------------------------------------------------------------------------
 // a * b, false when the product does not fit in 64 bits.
@@ -113,7 +117,7 @@ bool CheckHeaderJson(const std::uint8_t* header, std::uint64_t size, Reporter& r
                         "header byte " + std::to_string(bad) + " is not strict UTF-8");
   }
   JsonError error;
-  if (!ParseJsonObjectText(header, size, document, &error)) {
+  if (!ParseJsonObjectText(header, size, document, &error, kMaxRank)) {
     return report.Error("ST-004", "", "header", kHeaderOffset,
                         "header is not JSON at byte " + std::to_string(error.position) + ": " +
                             error.what);
@@ -244,6 +248,12 @@ bool CheckTensorEntries(const JsonDocument& document, Reporter& report,
     // ST-007: shape is an array of non-negative integers.
     if (document.nodes[shape].kind != JsonKind::kArray) {
       return report.Error("ST-007", name, "shape", kHeaderOffset, "shape is not an array");
+    }
+    // ST-007 decision: rank at most 64 (the items past it were not kept).
+    if (document.nodes[shape].child_count > kMaxRank) {
+      return report.Error("ST-007", name, "shape", kHeaderOffset,
+                          "shape has " + std::to_string(document.nodes[shape].child_count) +
+                              " items, more than 64");
     }
     for (std::uint32_t item = document.nodes[shape].first_child; item != kNoNode;
          item = document.nodes[item].next_sibling) {

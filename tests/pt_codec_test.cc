@@ -809,16 +809,37 @@ TEST(PtPickle, Limits) {
     const std::uint64_t at = p.at();
     p.op('a').op('s').stop();
     EXPECT_TRUE(IsError(ReadPk(p), "PT-012", "container", kDs + static_cast<std::int64_t>(at)));
+    // The values are one memoized None, so that the 2^20 fresh keys stay
+    // inside the created-values budget (2^21) and this limit is what fails;
+    // had the 2^20 BINGETs counted as values made, the budget would fail
+    // first (2^21 + 3 values), so this also checks that they do not.
     Pk d;
-    d.proto().dict();
-    for (int i = 0; i <= 1048576; ++i) {
-      if (i == 1048576) break;
-      d.i4(i).none().op('s');
-    }
-    d.i4(1048576).none();
+    d.proto().dict().i4(0).none().put(0).op('s');
+    for (int i = 1; i < 1048576; ++i) d.i4(i).get(0).op('s');
+    d.i4(1048576).get(0);
     const std::uint64_t at2 = d.at();
     d.op('s').stop();
     EXPECT_TRUE(IsError(ReadPk(d), "PT-012", "container", kDs + static_cast<std::int64_t>(at2)));
+  }
+  {  // values created in the file (docs/pt.md 4.4): None, then 2^21 - 1
+     // TUPLE1s make 2^21 values, one stack item; one more TUPLE1 is PT-012.
+    Pk p;
+    p.proto().none();
+    p.b.insert(p.b.end(), 2097151, 0x85);
+    Pk fits = p;  // the budget holds: refused only for its root (PT-017)
+    fits.stop();
+    EXPECT_TRUE(IsError(ReadPk(fits), "PT-017", "root", kDs + 2 + 1 + 2097151));
+    const std::uint64_t at = p.at();
+    p.op(0x85).stop();
+    EXPECT_TRUE(IsError(ReadPk(p), "PT-012", "container", kDs + static_cast<std::int64_t>(at)));
+    // A REDUCE result counts: 2^21 - 2 values, OrderedDict and () make 2^21.
+    Pk r;
+    r.proto().none();
+    r.b.insert(r.b.end(), 2097149, 0x85);
+    r.glob("collections", "OrderedDict").op(')');
+    const std::uint64_t reduce_at = r.at();
+    r.reduce().stop();
+    EXPECT_TRUE(IsError(ReadPk(r), "PT-012", "container", kDs + static_cast<std::int64_t>(reduce_at)));
   }
   {  // dict nesting: root depth 1, k dicts below it reach depth k + 1; a value
      // inside the depth-d dict has depth d + 1, a tensor is not walked.

@@ -19,8 +19,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "hostile/run_quantdiff.h"
-#include "pt_test_builder.h"
+#include "tests/hostile/run_quantdiff.h"
+#include "tests/pt_test_builder.h"
 
 namespace {
 

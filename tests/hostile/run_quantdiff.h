@@ -72,7 +72,7 @@ inline RunResult Quantdiff(const std::vector<std::string>& args, const std::file
     for (const std::string& e : options.environment) ::putenv(const_cast<char*>(e.c_str()));
     if (options.address_space_limit != 0) {
       const rlimit limit{options.address_space_limit, options.address_space_limit};
-      ::setrlimit(RLIMIT_AS, &limit);
+      if (::setrlimit(RLIMIT_AS, &limit) != 0) ::_exit(125);
     }
     std::vector<char*> argv;
     argv.push_back(const_cast<char*>(QUANTDIFF_BIN));

@@ -1,0 +1,201 @@
+// resources_test.cc: `quantdiff` on inputs built to make a reader spend far
+// more time or memory than the file is large (issue 9, section 3), each run
+// in a child process whose address space is limited (RLIMIT_AS) to
+//   input bytes + 64 MiB + kAllowance
+// (README "Resources"). A run must end by exit code, never by a signal, with
+// the code the case states. No wall-clock assertion: the O(n log n) cases
+// are measured by hand (report of issue 9) and only their exit codes and
+// memory are asserted here.
+//
+// Under AddressSanitizer RLIMIT_AS cannot be used (the shadow memory alone
+// reserves terabytes of address space), so that build runs every input and
+// asserts the exit codes without the limit.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/hostile/run_quantdiff.h"
+#include "tests/pt_test_builder.h"
+
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
+using qd::pt_test::Bytes;
+
+constexpr std::uint64_t kMiB = 1ull << 20;
+// The binary, its shared libraries, the allocator's arenas and the stack:
+// what a run of `quantdiff check` on an empty file already maps, with room.
+constexpr std::uint64_t kAllowance = 128 * kMiB;
+
+class Resources : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/qd_resources_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    std::filesystem::create_directories(dir_ + "/scratch");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const Bytes& bytes) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    inputs_ += bytes.size();
+    return path;
+  }
+  std::string Out(const std::string& name) const { return dir_ + "/" + name; }
+
+  // Runs under the bound of the file comment and checks how it ended.
+  void Expect(const std::vector<std::string>& args, int exit_code) {
+    qd::hostile::RunOptions options;
+    if (!kAddressSanitizer) options.address_space_limit = inputs_ + 64 * kMiB + kAllowance;
+    const qd::hostile::RunResult r = qd::hostile::Quantdiff(args, dir_ + "/scratch", options);
+    std::string line;
+    for (const std::string& a : args) line += " " + a;
+    EXPECT_EQ(r.signal, 0) << "quantdiff" << line << " died by signal " << r.signal;
+    EXPECT_EQ(r.exit_code, exit_code) << "quantdiff" << line;
+  }
+
+  std::string dir_;
+  std::uint64_t inputs_ = 0;  // bytes of every input written so far
+};
+
+// A safetensors file: 8-byte length, the header padded with spaces, data.
+Bytes Safetensors(std::string header, std::size_t data_bytes) {
+  header.append((8 - header.size() % 8) % 8, ' ');
+  Bytes b;
+  qd::pt_test::PutN(b, header.size(), 8);
+  b.insert(b.end(), header.begin(), header.end());
+  b.insert(b.end(), data_bytes, 0);
+  return b;
+}
+
+// n one-element F32 tensors t0..t{n-1}.
+Bytes ManyTensorsSafetensors(int n) {
+  std::string header = "{";
+  for (int i = 0; i < n; ++i) {
+    header += (i ? ",\"t" : "\"t") + std::to_string(i) + "\":{\"dtype\":\"F32\",\"shape\":[1]," +
+              "\"data_offsets\":[" + std::to_string(4 * i) + "," + std::to_string(4 * i + 4) + "]}";
+  }
+  return Safetensors(header + "}", 4 * static_cast<std::size_t>(n));
+}
+
+TEST_F(Resources, ManyTensorsSafetensors) {
+  // 100k tensors: the decode header was built in O(n^2) (21 s).
+  const std::string in = Write("many.safetensors", ManyTensorsSafetensors(100000));
+  Expect({"check", in}, 0);
+  Expect({"diff", in}, 0);
+  Expect({"decode", in, "--out", Out("many.out.safetensors")}, 0);
+}
+
+// "[v,v,...]" with n items.
+std::string RepeatedArray(const std::string& item, int n) {
+  std::string text = "[" + item;
+  for (int i = 1; i < n; ++i) text += "," + item;
+  return text + "]";
+}
+
+// One F32 tensor "w" of one element with the given shape and extra members.
+Bytes OneTensorSafetensors(const std::string& shape, const std::string& extra) {
+  return Safetensors("{\"w\":{\"dtype\":\"F32\",\"shape\":" + shape +
+                         ",\"data_offsets\":[0,4]" + extra + "}}",
+                     4);
+}
+
+TEST_F(Resources, HeaderArrayOfZeros) {
+  // A 10 MB header whose entry carries an unknown key holding 5M zeros: the
+  // oracle kept a 32-byte JSON node per 2-byte item (288 MB).
+  const std::string in = Write(
+      "zeros.safetensors", OneTensorSafetensors("[1]", ",\"x\":" + RepeatedArray("0", 5 << 20)));
+  Expect({"check", in}, 0);
+  Expect({"diff", in}, 0);
+}
+
+TEST_F(Resources, ShapeOfRank65IsRefusedByBothReaders) {
+  // rules.json ST-007 decision; the differ agrees (diff exit 0).
+  const std::string in = Write("rank65.safetensors", OneTensorSafetensors(RepeatedArray("1", 65), ""));
+  Expect({"check", in}, 1);
+  Expect({"diff", in}, 0);
+}
+
+TEST_F(Resources, ConfigOverOneMebibyteIsAnIoError) {
+  // A 60 MB config cost check 1.4 GB; configs are now read up to 1 MiB.
+  const std::string in = Write("model.safetensors", ManyTensorsSafetensors(1));
+  std::string config = "{\"bits\":4,\"x\":[0";
+  while (config.size() < 2 * kMiB) config += ",0";
+  Write("quantize_config.json", Bytes(config.begin(), config.end()));
+  Expect({"check", in}, 2);
+  Expect({"diff", in}, 2);
+}
+
+// A .pt whose one tensor is a stride-0 view of a one-element F16 storage
+// with 2^25 - 64 elements: 64 MiB of C-order bytes from a file of 500 bytes
+// (docs/pt.md 3 allows file size + 2^26).
+Bytes StrideZeroPt() {
+  qd::pt_test::Pk p;
+  p.proto().dict().sstr("v").tensor("0", "HalfStorage", 1, 0, {(1 << 25) - 64}, {0}).op('s').stop();
+  return qd::pt_test::Archive(p.b, {{"0", Bytes{0x00, 0x3c}}}).bytes;
+}
+
+TEST_F(Resources, StrideZeroViewCheck) {
+  const std::string in = Write("stride0.pt", StrideZeroPt());
+  Expect({"check", in}, 0);
+}
+
+// Not met yet (issue 9, 3, item 5 of the resources work): decode and diff
+// materialise the view whole (F32 values: 128 MiB per reader), so they need
+// more than 64 MiB over the input. Enable when both stream by chunk.
+TEST_F(Resources, DISABLED_StrideZeroViewDecodeAndDiff) {
+  const std::string in = Write("stride0.pt", StrideZeroPt());
+  Expect({"decode", in, "--out", Out("stride0.out.safetensors")}, 0);
+  Expect({"diff", in}, 0);
+}
+
+// 150k names for one memoized tensor (LONG_BINPUT / LONG_BINGET), keys in
+// SETITEMS batches of 1000 as pickle writes them.
+Bytes ManyNamesPt(int n) {
+  qd::pt_test::Pk p;
+  p.proto().dict().mark().sstr("x").tensor("0", "FloatStorage", 1, 0, {1}, {1});
+  p.op('r');
+  qd::pt_test::PutN(p.b, 0, 4);
+  for (int i = 1; i < n; ++i) {
+    if (i % 1000 == 0) p.op('u').mark();
+    p.sstr("t" + std::to_string(i)).op('j');
+    qd::pt_test::PutN(p.b, 0, 4);
+  }
+  p.op('u').stop();
+  return qd::pt_test::Archive(p.b, {{"0", qd::pt_test::F32s({1.0f})}}).bytes;
+}
+
+TEST_F(Resources, ManyNamesPtCheck) {
+  const std::string in = Write("names.pt", ManyNamesPt(150000));
+  Expect({"check", in}, 0);
+}
+
+// Not met yet: both .pt readers hold about 1 KB per table entry, so 150k
+// names need 256 MiB (decode) and 384 MiB (diff) of address space.
+TEST_F(Resources, DISABLED_ManyNamesPtDecodeAndDiff) {
+  const std::string in = Write("names.pt", ManyNamesPt(150000));
+  Expect({"decode", in, "--out", Out("names.out.safetensors")}, 0);
+  Expect({"diff", in}, 0);
+}
+
+}  // namespace
