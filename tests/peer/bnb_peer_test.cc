@@ -307,6 +307,7 @@ TEST(BnbPeerTables, ManifestHasEveryKind) {
 
 TEST(BnbPeerTables, FourBitTablesMatch) {
   const json t = Tables();
+  ASSERT_TRUE(t.is_object()) << (kDir / "TABLES.json") << " is missing or malformed";
   EXPECT_EQ(Bits(TableValues(t["nf4"]["values"])),
             Bits({qd::codec::Bnb4bitTable(Bnb4bitType::kNf4).begin(),
                   qd::codec::Bnb4bitTable(Bnb4bitType::kNf4).end()}));
