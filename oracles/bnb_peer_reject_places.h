@@ -13,9 +13,9 @@
 //    is missing, else the tensor at fault;
 //  * byte_offset: 8 for a header-level fact (missing tensor, dtype, shape);
 //    8 + N + begin + k for byte k of a tensor's data, N the header length
-//    and begin the tensor's data_offsets[0]. A JSON key sits in the state
-//    tensor's data; docs/bnb.md names no byte inside the JSON text, so the
-//    place of a JSON fault is the start of that data, k = 0;
+//    and begin the tensor's data_offsets[0]. A fault in the JSON state,
+//    whichever key, is placed at the start of the state tensor's data, k = 0
+//    (docs/bnb.md states it since this test; it named no byte before);
 //  * row, block and element are -1: no case's fault is a single value.
 #ifndef QUANTDIFF_ORACLES_BNB_PEER_REJECT_PLACES_H_
 #define QUANTDIFF_ORACLES_BNB_PEER_REJECT_PLACES_H_
