@@ -23,8 +23,9 @@
 //   1. codec::GptqEncode and oracle::PackGptq agree on the verdict and, when
 //      both pack, on every qweight and qzeros word;
 //   2. codec::GptqUnpack gives the codes and zeros back;
-//   3. GptqDequantize on every kernel equals fl32((c - z) * s) computed here,
-//      bit for bit, and GptqDequantizeRows equals its slice;
+//   3. GptqDequantize on every kernel equals fl32((c - z) * s) computed here
+//      (s widened by the tests' own property_tests/gen/half.h, not the
+//      codec's converters), bit for bit, and GptqDequantizeRows equals its slice;
 //   4. GptqMatvec: the scalar kernel equals acc = acc + w * x in k order
 //      computed here; every other kernel equals the scalar one bit for bit
 //      (codecs/gptq_kernels.cc documents bit identity for AVX2) and lies
@@ -47,11 +48,11 @@
 #include <string_view>
 #include <vector>
 
-#include "codecs/float16.h"
 #include "codecs/gptq.h"
 #include "codecs/kernels.h"
 #include "fuzz/common/fuzz_support.h"
 #include "oracles/gptq.h"
+#include "property_tests/gen/half.h"
 
 
 namespace {
@@ -115,8 +116,7 @@ struct Layer {
       return std::bit_cast<float>(u);
     }
     const std::uint16_t h = static_cast<std::uint16_t>(scales[2 * i] | (scales[2 * i + 1] << 8));
-    return dtype == qd::codec::Dtype::kBF16 ? std::bit_cast<float>(std::uint32_t{h} << 16)
-                                            : qd::codec::F16ToF32(h);
+    return dtype == qd::codec::Dtype::kBF16 ? qdtest::BFloat16Value(h) : qdtest::HalfValue(h);
   }
   std::int32_t Gidx(std::int64_t k) const {
     std::int32_t v;

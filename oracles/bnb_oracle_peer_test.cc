@@ -9,7 +9,9 @@
 //                     4-bit case the reference quantizer gives the packed
 //                     bytes from `input` (and, without nested statistics, the
 //                     absmax).
-//   reject negative   ReadBnbFile refuses with the manifest's rule.
+//   reject negative   ReadBnbFile refuses with the manifest's rule, naming the
+//                     tensor, field and byte offset docs/bnb.md gives
+//                     (oracles/bnb_peer_reject_places.h).
 //   decoy negative    ReadBnbFile accepts, gives the expected dequant_f32
 //                     and not the decoy's.
 // The manifest and TABLES.json are read with the oracle's own JSON parser.
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "oracles/bnb.h"
+#include "oracles/bnb_peer_reject_places.h"
 #include "oracles/json.h"
 #include "oracles/peer_test_support.h"
 #include "oracles/safetensors.h"
@@ -265,8 +268,18 @@ TEST_P(BnbPeerCase, OracleAgreesWithBitsandbytes) {
   if (peer.kind == "negative" && peer.expected_result == "reject") {
     ASSERT_TRUE(outcome.refused) << Describe(outcome);
     ASSERT_FALSE(outcome.findings.empty());
-    EXPECT_EQ(outcome.findings.back().rule, peer.rule) << Describe(outcome);
-    EXPECT_EQ(outcome.findings.back().severity, qd::Severity::kError);
+    const qd::Finding& f = outcome.findings.back();
+    const qdtest::peer::BnbRejectPlace place = qdtest::peer::BnbRejectPlaceOf(peer.id);
+    EXPECT_EQ(f.rule, peer.rule) << Describe(outcome);
+    EXPECT_EQ(f.severity, qd::Severity::kError);
+    EXPECT_EQ(f.file, peer.file);
+    EXPECT_EQ(f.tensor, place.tensor) << Describe(outcome);
+    EXPECT_EQ(f.field, place.field) << Describe(outcome);
+    EXPECT_EQ(f.byte_offset, place.byte_offset) << Describe(outcome);
+    EXPECT_EQ(f.row, -1);
+    EXPECT_EQ(f.block, -1);
+    EXPECT_EQ(f.element, -1);
+    EXPECT_TRUE(outcome.tensors.empty());
     return;
   }
 

@@ -163,28 +163,7 @@ bool IsFloat(const std::string& dtype) {
 
 // The test's own little-endian decoding of a floating tensor to binary32.
 std::vector<float> DecodeExpected(const Expected& t) {
-  std::vector<float> v;
-  const std::vector<std::uint8_t>& b = t.bytes;
-  const auto le = [&](std::size_t at, int n) {
-    std::uint64_t x = 0;
-    for (int i = n - 1; i >= 0; --i) x = x * 256 + b[at + i];
-    return x;
-  };
-  if (t.dtype == "F32") {
-    for (std::size_t i = 0; i < b.size(); i += 4) v.push_back(qdtest::BitsFloat(static_cast<std::uint32_t>(le(i, 4))));
-  } else if (t.dtype == "F16") {
-    for (std::size_t i = 0; i < b.size(); i += 2) v.push_back(qdtest::HalfValue(static_cast<std::uint16_t>(le(i, 2))));
-  } else if (t.dtype == "BF16") {
-    for (std::size_t i = 0; i < b.size(); i += 2) v.push_back(qdtest::BitsFloat(static_cast<std::uint32_t>(le(i, 2)) << 16));
-  } else {
-    for (std::size_t i = 0; i < b.size(); i += 8) {
-      const std::uint64_t bits = le(i, 8);
-      double d;
-      std::memcpy(&d, &bits, sizeof d);
-      v.push_back(static_cast<float>(d));
-    }
-  }
-  return v;
+  return qdtest::LittleEndianFloats(t.dtype, t.bytes.data(), t.bytes.size());
 }
 
 void AssertValues(const std::vector<Expected>& expected, const std::vector<qd::DecodedTensor>& got,

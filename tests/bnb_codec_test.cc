@@ -3,6 +3,13 @@
 // (scalar vs AVX2, bit for bit, NaN / infinity / subnormal included), the
 // strict JSON parser, and the encoders' documented edge cases.
 // tests/peer/bnb_peer_test.cc checks the same code against bnb's own output.
+//
+// Expected decoded values never come from the codec: the NF4 / FP4 tables are
+// the tests' transcription of TABLES.json (property_tests/gen/bnb_tables.h;
+// spec 000 and docs/bnb.md "Decoding"), the rounding to the restored dtype is
+// the tests' own (property_tests/gen/half.h: binary16 and bfloat16, nearest
+// even, NaNs quieted with their leading payload bits, IEEE 754-2019 6.2.3),
+// and the int8 scale is docs/bnb.md's literal 0x3c010204.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -20,10 +27,11 @@
 #include <nlohmann/json.hpp>
 
 #include "codecs/bnb.h"
-#include "codecs/float16.h"
 #include "codecs/kernels.h"
 #include "codecs/safetensors.h"
 #include "codecs/strict_json.h"
+#include "property_tests/gen/bnb_tables.h"
+#include "property_tests/gen/half.h"
 
 namespace {
 
@@ -39,6 +47,30 @@ std::vector<std::uint8_t> FloatBytes(const std::vector<float>& v) {
 
 std::uint32_t Bits(float f) { return std::bit_cast<std::uint32_t>(f); }
 float FromBits(std::uint32_t u) { return std::bit_cast<float>(u); }
+
+// docs/bnb.md "Decoding": TABLE[quant_type][code], from the tests' tables.
+float TableValue(Bnb4bitType type, int code) {
+  return qdtest::BnbTableValue(type == Bnb4bitType::kFp4, code);
+}
+
+std::vector<float> Table(Bnb4bitType type) {
+  std::vector<float> t(16);
+  for (int code = 0; code < 16; ++code) t[code] = TableValue(type, code);
+  return t;
+}
+
+// docs/bnb.md "Decoding": the product rounded to dtype (RNE) and widened back.
+float RoundedToDtype(float x, BnbDtype dtype) {
+  switch (dtype) {
+    case BnbDtype::kFloat16: return qdtest::RoundedThroughHalf(x);
+    case BnbDtype::kBfloat16: return qdtest::RoundedThroughBFloat16(x);
+    case BnbDtype::kFloat32: return x;
+  }
+  return x;
+}
+
+// docs/bnb.md "Decoding", int8 row-scaled: 0x3c010204, the binary32 nearest 1/127.
+constexpr std::uint32_t kInt8ScaleBits = 0x3c010204u;
 
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b, std::string* where) {
   if (a.size() != b.size()) {
@@ -144,8 +176,7 @@ FourBit Make4bit(const std::string& w, std::vector<std::uint64_t> shape, Bnb4bit
   } else {
     f.spec.PutF32(w + ".absmax", f.q.absmax);
   }
-  const auto& table = qd::codec::Bnb4bitTable(type);
-  f.spec.PutF32(w + ".quant_map", std::vector<float>(table.begin(), table.end()));
+  f.spec.PutF32(w + ".quant_map", Table(type));
   f.state = w + ".quant_state.bitsandbytes__" + qt;
   f.spec.PutJson(f.state, StateJson(qt, blocksize, dtype, shape, &f.q));
   return f;
@@ -191,7 +222,7 @@ std::vector<float> Reference4bit(const FourBit& f, Bnb4bitType type, std::uint64
   for (std::uint64_t i = 0; i < n; ++i) {
     const std::uint8_t byte = f.q.packed[i / 2];
     const int code = i % 2 == 0 ? byte >> 4 : byte & 15;
-    out[i] = qd::codec::BnbRoundToDtype(qd::codec::Bnb4bitTable(type)[code] * scales[i / blocksize], dtype);
+    out[i] = RoundedToDtype(TableValue(type, code) * scales[i / blocksize], dtype);
   }
   return out;
 }
@@ -255,7 +286,7 @@ std::vector<float> SpecialValues() {
                           FromBits(0x7f7f7fffu), FromBits(0x38800000u), FromBits(0x387fffffu)};
   // Every binary16 value and the midpoints around it, both signs.
   for (std::uint32_t h = 0; h < 0x7c00u; h += 7) {
-    const float f = qd::codec::F16ToF32(static_cast<std::uint16_t>(h));
+    const float f = qdtest::HalfValue(static_cast<std::uint16_t>(h));
     const std::uint32_t b = Bits(f);
     for (std::uint32_t d : {0u, 0x1000u, 0xfffu, 0x1001u}) {
       v.push_back(FromBits(b + d));
@@ -270,7 +301,7 @@ TEST(BnbKernels, RoundingAgreesAcrossKernels) {
   for (std::uint64_t u = 0; u < (1ull << 32); u += 65521) in.push_back(FromBits(static_cast<std::uint32_t>(u)));
   for (BnbDtype dtype : {BnbDtype::kFloat16, BnbDtype::kBfloat16, BnbDtype::kFloat32}) {
     std::vector<float> want(in.size());
-    for (std::size_t i = 0; i < in.size(); ++i) want[i] = qd::codec::BnbRoundToDtype(in[i], dtype);
+    for (std::size_t i = 0; i < in.size(); ++i) want[i] = RoundedToDtype(in[i], dtype);
     for (Kernel k : qd::codec::AvailableKernels()) {
       std::vector<float> got(in.size());
       qd::codec::BnbRoundArrayToDtype(in.data(), in.size(), dtype, got.data(), k);
@@ -281,18 +312,39 @@ TEST(BnbKernels, RoundingAgreesAcrossKernels) {
   }
 }
 
+// Worked by hand; the codec's rounding and the tests' own (RoundedToDtype,
+// the reference of every other test here) must both give these bits.
 TEST(BnbKernels, RoundingIsRoundToNearestEven) {
-  // binary16: 1 + 2^-11 is a tie between 1 and 1 + 2^-10: even wins (1).
-  EXPECT_EQ(qd::codec::BnbRoundToDtype(1.0f + 0x1p-11f, BnbDtype::kFloat16), 1.0f);
-  EXPECT_EQ(qd::codec::BnbRoundToDtype(1.0f + 3 * 0x1p-11f, BnbDtype::kFloat16), 1.0f + 0x1p-9f);
-  EXPECT_EQ(qd::codec::BnbRoundToDtype(65520.0f, BnbDtype::kFloat16), INFINITY);
-  EXPECT_EQ(qd::codec::BnbRoundToDtype(0x1p-25f, BnbDtype::kFloat16), 0.0f);
-  EXPECT_EQ(qd::codec::BnbRoundToDtype(0x1.8p-25f, BnbDtype::kFloat16), 0x1p-24f);
-  // bfloat16: 1 + 2^-8 ties to 1; 1 + 3 * 2^-8 ties up to 1 + 2^-6.
-  EXPECT_EQ(qd::codec::BnbRoundToDtype(1.0f + 0x1p-8f, BnbDtype::kBfloat16), 1.0f);
-  EXPECT_EQ(qd::codec::BnbRoundToDtype(1.0f + 3 * 0x1p-8f, BnbDtype::kBfloat16), 1.0f + 0x1p-6f);
-  EXPECT_EQ(qd::codec::BnbRoundToDtype(3.4028235e38f, BnbDtype::kBfloat16), INFINITY);
-  EXPECT_EQ(Bits(qd::codec::BnbRoundToDtype(-0.0f, BnbDtype::kFloat16)), 0x80000000u);
+  struct Case {
+    std::uint32_t in;
+    BnbDtype dtype;
+    std::uint32_t want;
+  };
+  const Case cases[] = {
+      // binary16: 1 + 2^-11 is a tie between 1 and 1 + 2^-10: even wins (1);
+      // 1 + 3 * 2^-11 ties up to 1 + 2^-9.
+      {Bits(1.0f + 0x1p-11f), BnbDtype::kFloat16, Bits(1.0f)},
+      {Bits(1.0f + 3 * 0x1p-11f), BnbDtype::kFloat16, Bits(1.0f + 0x1p-9f)},
+      {Bits(65520.0f), BnbDtype::kFloat16, Bits(INFINITY)},  // half way to 2^16: even
+      {Bits(0x1p-25f), BnbDtype::kFloat16, 0u},              // half the smallest subnormal
+      {Bits(0x1.8p-25f), BnbDtype::kFloat16, Bits(0x1p-24f)},
+      {0x80000000u, BnbDtype::kFloat16, 0x80000000u},        // -0.0 keeps its sign
+      // NaNs come back quiet with the payload bits binary16 holds (10).
+      {0x7f800001u, BnbDtype::kFloat16, 0x7fc00000u},
+      {0xffbfe000u, BnbDtype::kFloat16, 0xffffe000u},
+      // bfloat16: 1 + 2^-8 ties to 1; 1 + 3 * 2^-8 ties up to 1 + 2^-6.
+      {Bits(1.0f + 0x1p-8f), BnbDtype::kBfloat16, Bits(1.0f)},
+      {Bits(1.0f + 3 * 0x1p-8f), BnbDtype::kBfloat16, Bits(1.0f + 0x1p-6f)},
+      {Bits(3.4028235e38f), BnbDtype::kBfloat16, Bits(INFINITY)},
+      {0x00000001u, BnbDtype::kBfloat16, 0u},                // 2^-149 < half of 2^-133
+      {0xffc00001u, BnbDtype::kBfloat16, 0xffc00000u},       // 7 payload bits kept
+      {0x7f810000u, BnbDtype::kBfloat16, 0x7fc10000u},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << std::hex << c.in << " dtype " << static_cast<int>(c.dtype));
+    EXPECT_EQ(Bits(qd::codec::BnbRoundToDtype(FromBits(c.in), c.dtype)), c.want);
+    EXPECT_EQ(Bits(RoundedToDtype(FromBits(c.in), c.dtype)), c.want);
+  }
 }
 
 // Random codes with awkward scales: every kernel equals a plain reference.
@@ -315,8 +367,7 @@ TEST(BnbKernels, FourBitKernelsAgree) {
           std::vector<float> want(n);
           for (std::uint64_t i = 0; i < n; ++i) {
             const int code = i % 2 == 0 ? packed[i / 2] >> 4 : packed[i / 2] & 15;
-            want[i] = qd::codec::BnbRoundToDtype(
-                qd::codec::Bnb4bitTable(type)[code] * scales[i / blocksize], dtype);
+            want[i] = RoundedToDtype(TableValue(type, code) * scales[i / blocksize], dtype);
           }
           for (Kernel k : qd::codec::AvailableKernels()) {
             std::vector<float> got(n);
@@ -346,7 +397,7 @@ TEST(BnbKernels, Blockwise8AndInt8KernelsAgree) {
     for (BnbDtype dtype : {BnbDtype::kFloat16, BnbDtype::kBfloat16, BnbDtype::kFloat32}) {
       std::vector<float> want(n);
       for (std::uint64_t i = 0; i < n; ++i) {
-        want[i] = qd::codec::BnbRoundToDtype(map[codes[i]] * scales[i / blocksize], dtype);
+        want[i] = RoundedToDtype(map[codes[i]] * scales[i / blocksize], dtype);
       }
       for (Kernel k : qd::codec::AvailableKernels()) {
         std::vector<float> got(n);
@@ -362,7 +413,7 @@ TEST(BnbKernels, Blockwise8AndInt8KernelsAgree) {
     std::vector<std::int8_t> w(rows * columns);
     for (auto& v : w) v = static_cast<std::int8_t>(rng());
     std::vector<float> scb = {0.5f, 3.0e38f, -2.0f, 1e-40f, 0.0123f};
-    const float k127 = FromBits(qd::codec::kBnbInt8ScaleBits);
+    const float k127 = FromBits(kInt8ScaleBits);
     std::vector<float> want(rows * columns);
     for (std::uint64_t i = 0; i < want.size(); ++i) {
       const float scaled = static_cast<float>(w[i]) * scb[i / columns];
@@ -644,9 +695,8 @@ TEST(BnbRules, Bnb104FirstInStorageOrder) {
 
 TEST(BnbRules, Bnb106WarnsAndDecodesWithTheTable) {
   FourBit f = Make4bit("w", {4, 64}, Bnb4bitType::kNf4, 64, false);
-  const auto& fp4 = qd::codec::Bnb4bitTable(Bnb4bitType::kFp4);
   FileSpec s = f.spec;
-  s.PutF32("w.quant_map", std::vector<float>(fp4.begin(), fp4.end()));
+  s.PutF32("w.quant_map", Table(Bnb4bitType::kFp4));
   const qd::Outcome o = Decode(s);
   ASSERT_FALSE(o.refused);
   ASSERT_EQ(o.findings.size(), 1u);

@@ -7,7 +7,9 @@
 // (continuous: bit u of field i is stream bit i*b + u; planar: bit u belongs
 // to the plane j with W_j <= u < W_j + p_j, in word block*b + W_j + t/(32/p_j)
 // at bit (t % (32/p_j)) * p_j + u - W_j). Expected weights are computed here
-// as fl32((c - z) * s) from the codes and zeros the test chose.
+// as fl32((c - z) * s) from the codes and zeros the test chose, the scale
+// widened by the tests' own binary16 / bfloat16 arithmetic
+// (property_tests/gen/half.h), not by the codec's converters.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -19,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "codecs/float16.h"
 #include "codecs/gptq.h"
 #include "codecs/kernels.h"
+#include "property_tests/gen/half.h"
 
 namespace {
 
@@ -131,8 +133,8 @@ struct Layer {
     std::uint16_t h;
     float f;
     switch (scales_dtype) {
-      case Dtype::kF16: std::memcpy(&h, &scales[2 * e], 2); return qd::codec::F16ToF32(h);
-      case Dtype::kBF16: std::memcpy(&h, &scales[2 * e], 2); return qd::codec::BF16ToF32(h);
+      case Dtype::kF16: std::memcpy(&h, &scales[2 * e], 2); return qdtest::HalfValue(h);
+      case Dtype::kBF16: std::memcpy(&h, &scales[2 * e], 2); return qdtest::BFloat16Value(h);
       default: std::memcpy(&f, &scales[4 * e], 4); return f;
     }
   }
@@ -813,7 +815,7 @@ TEST(GptqMatvec, EveryKernelWithinTheBound) {
         for (auto& v : sc) {
           const float f = std::ldexp(static_cast<float>(rng() % 1000) - 500.0f, -12);
           v = dtype == Dtype::kF32    ? Bits(f)
-              : dtype == Dtype::kF16 ? qd::codec::F32ToF16(f)
+              : dtype == Dtype::kF16 ? qdtest::NearestHalf(f)
                                      : Bits(f) >> 16;
         }
         l.scales = ScaleBytes(dtype, sc);

@@ -573,7 +573,7 @@ TEST(PtZip, LocalHeaders) {
     z.bytes[at] = v;
     return Read(z);
   };
-  // FB padding holds a byte other than Z (crc_mismatch.pt's defect).
+  // FB padding holds a byte other than Z (the first crc_mismatch.pt's defect).
   EXPECT_TRUE(IsError(patched(h + 30 + 14 + 4, 0xa5), "PT-006", "local_header", c1));
   EXPECT_TRUE(IsError(patched(h + 30, 'A'), "PT-006", "local_header", c1));      // name
   EXPECT_TRUE(IsError(patched(h + 6, 0x00), "PT-006", "local_header", c1));      // flags

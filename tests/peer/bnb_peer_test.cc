@@ -7,7 +7,8 @@
 //    codes, absmax and, when nested, the absmax codes, nested_absmax,
 //    nested_quant_map and nested_offset; FP4 outputs differ from
 //    `dequant_fp4_code8_negzero` exactly where code 8 occurs;
-//  * reject: the codec refuses the file with the manifest's rule;
+//  * reject: the codec refuses the file with the manifest's rule, naming the
+//    tensor, field and byte offset docs/bnb.md gives (oracles/bnb_peer_reject_places.h);
 //  * decoy: the codec accepts, equals the expected output and differs from
 //    the rule-breaking decoder's.
 // Plus the tables: NF4/FP4, their midpoints and sort orders, and
@@ -33,6 +34,7 @@
 #include "codecs/float16.h"
 #include "codecs/kernels.h"
 #include "codecs/safetensors.h"
+#include "oracles/bnb_peer_reject_places.h"
 #include "tests/peer/peer_file.h"
 
 namespace {
@@ -238,12 +240,22 @@ void CheckReject(const Case& c) {
   const json& s = c.spec;
   const auto file = Load(s["file"]);
   ASSERT_TRUE(file->ok) << "the container itself is refused";
+  const qdtest::peer::BnbRejectPlace place = qdtest::peer::BnbRejectPlaceOf(c.id);
   for (qd::codec::Kernel k : Kernels()) {
+    SCOPED_TRACE(std::string("kernel ") + std::string(qd::codec::KernelName(k)));
     const qd::Outcome o = qd::codec::DecodeBnbFile(file->View(), s["file"], k);
     ASSERT_TRUE(o.refused);
     ASSERT_FALSE(o.findings.empty());
-    EXPECT_EQ(o.findings.back().rule, s["rule"].get<std::string>()) << o.findings.back().message;
-    EXPECT_EQ(o.findings.back().severity, qd::Severity::kError);
+    const qd::Finding& f = o.findings.back();
+    EXPECT_EQ(f.rule, s["rule"].get<std::string>()) << f.message;
+    EXPECT_EQ(f.severity, qd::Severity::kError);
+    EXPECT_EQ(f.file, s["file"].get<std::string>());
+    EXPECT_EQ(f.tensor, place.tensor) << f.message;
+    EXPECT_EQ(f.field, place.field) << f.message;
+    EXPECT_EQ(f.byte_offset, place.byte_offset) << f.message;
+    EXPECT_EQ(f.row, -1);
+    EXPECT_EQ(f.block, -1);
+    EXPECT_EQ(f.element, -1);
     EXPECT_TRUE(o.tensors.empty());
   }
 }
@@ -307,6 +319,7 @@ TEST(BnbPeerTables, ManifestHasEveryKind) {
 
 TEST(BnbPeerTables, FourBitTablesMatch) {
   const json t = Tables();
+  ASSERT_TRUE(t.is_object()) << (kDir / "TABLES.json") << " is missing or malformed";
   EXPECT_EQ(Bits(TableValues(t["nf4"]["values"])),
             Bits({qd::codec::Bnb4bitTable(Bnb4bitType::kNf4).begin(),
                   qd::codec::Bnb4bitTable(Bnb4bitType::kNf4).end()}));

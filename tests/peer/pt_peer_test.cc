@@ -84,6 +84,17 @@ const json* FindCase(const json& manifest, const std::string& file) {
 }
 
 // docs/pt.md section 9 (peer case column) and section 12 (offsets, fields).
+//
+// crc_mismatch.pt, as corrected upstream: it differs from gptq4_sd.pt in
+// byte 709 only, inside the stored data of gptq4_sd/data/0, so every header
+// agrees and the CRC-32 check refuses it: PT-008, field crc32, at that
+// entry's data start (docs/pt.md 2.4 and 8). The offset, read by hand from the
+// file's ZIP structure (struct offsets of APPNOTE 4.3.7, 4.3.12, 4.3.16):
+// the end record at n - 22 = 11215 gives 6 entries and cd_off 10770; the
+// second central entry, at 10833, is gptq4_sd/data/0 with size 8192 and
+// local header offset h = 597; that local header's name length is 15 and its
+// extra length 62 (the FB padding), so the data start is
+// h + 30 + 15 + 62 = 704, and 704 <= 709 < 704 + 8192.
 struct Expected {
   const char* category;
   const char* rule;
@@ -97,7 +108,7 @@ const std::map<std::string, Expected> kRejects = {
     {"hostile_eval.pt", {"PT-global", "PT-011", "global", 51}},
     {"hostile_deep_marks.pt", {"PT-limits", "PT-012", "marks", 304}},
     {"zip_traversal.pt", {"PT-zip", "PT-004", "name", 62}},
-    {"crc_mismatch.pt", {"PT-zip", "PT-006", "local_header", 10833}},
+    {"crc_mismatch.pt", {"PT-zip", "PT-008", "crc32", 704}},
 };
 
 TEST(PtPeer, ManifestHasTwelveCases) {
