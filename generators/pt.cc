@@ -22,8 +22,6 @@
 namespace qd::gen {
 namespace {
 
-using harness::Generated;
-using harness::Rng;
 using Bytes = std::vector<std::uint8_t>;
 using namespace std::string_literals;
 

@@ -4,6 +4,8 @@
 //  * Nothing under oracles/ includes codecs/, harness/, generators/ or
 //    nlohmann; nothing under codecs/ includes oracles/. The only project
 //    header both include is interface/quantdiff/plain_data.h.
+//  * Nothing under generators/ includes harness/ (generators sit below the
+//    registry).
 //  * The oracle library is not linked against codec-side targets.
 //  * plain_data.h is plain data: no functions, no inline code, no constants,
 //    no tables, only standard headers.
@@ -160,6 +162,25 @@ TEST(Independence, CodecsIncludeNothingFromTheOracle) {
       }
     }
   }
+}
+
+// The generators sit below the format registry (issue 9, section 5): the
+// registry includes generators/generated.h, never the reverse, so qd_harness
+// linking qd_generators is no cycle.
+TEST(Independence, GeneratorsIncludeNothingFromTheHarness) {
+  const std::vector<fs::path> files = SourcesUnder("generators");
+  ASSERT_FALSE(files.empty()) << "no sources under " << (kRoot / "generators");
+  int includes = 0;
+  for (const fs::path& file : files) {
+    for (const Include& inc : Includes(ReadFile(file))) {
+      ++includes;
+      for (const char* dir : {"harness", "oracles", "reports", "cli", "fuzz"}) {
+        EXPECT_FALSE(NamesDirectory(inc.path, dir))
+            << Relative(file) << ":" << inc.line << " includes " << inc.path;
+      }
+    }
+  }
+  EXPECT_GT(includes, 0);
 }
 
 TEST(Independence, TheOnlyCommonHeaderIsThePlainDataInterface) {
