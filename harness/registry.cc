@@ -3,12 +3,14 @@
 #include <algorithm>
 
 #include "codecs/bnb.h"
+#include "codecs/bnb_pt_layers.h"
 #include "codecs/gptq.h"
 #include "codecs/pt.h"
 #include "codecs/rbq.h"
 #include "codecs/safetensors.h"
 #include "generators/generators.h"
 #include "oracles/bnb.h"
+#include "oracles/bnb_pt_layers.h"
 #include "oracles/gptq.h"
 #include "oracles/pt.h"
 #include "oracles/rbq.h"
