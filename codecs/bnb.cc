@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 
 #include "codecs/float16.h"
-#include "codecs/pt.h"
 #include "codecs/strict_json.h"
 
 namespace qd::codec {
@@ -23,7 +22,6 @@ namespace {
 constexpr std::string_view kHfMarker = ".quant_state.bitsandbytes__";
 constexpr std::string_view kGptqState = "weight_quant_state";
 constexpr std::string_view kBlockwiseKey = "bnb_blockwise8_quant_state";
-constexpr std::string_view kListState = ".quant_state";  // docs/pt.md 7.2
 
 // A tensor whose name makes it the state of a layer, or (kList4bit) a .pt
 // value `W.quant_state` holding the old QuantState list (docs/pt.md 7.2).
@@ -34,36 +32,14 @@ struct StateTensor {
   std::size_t tensor;  // kBnbNoTensor for the list
   std::string prefix;  // HF and list: "W"; the others: "M." (possibly empty)
   std::string type;    // HF: the T of bitsandbytes__T
-  std::uint32_t node = kPtNoNode;  // list: the value's node
+  std::uint32_t list = 0;  // kList4bit: the id BnbListStates::map knows it by
 };
 
 bool Is4bit(StateForm f) {
   return f == StateForm::kHf4bit || f == StateForm::kGptq4bit || f == StateForm::kList4bit;
 }
 
-// The state keys of docs/bnb.md 4-bit step 2 / blockwise step 1, read from
-// a JSON object or mapped from a QuantState list (docs/pt.md 7.3), so that
-// the later steps run once for every layout.
-struct StateKeys {
-  std::string quant_type;
-  std::uint64_t blocksize = 0;
-  std::string dtype;
-  std::vector<std::uint64_t> shape;
-  bool nested = false;  // JSON: a nested_* key; list: S[4] is not None
-  std::optional<std::uint64_t> nested_blocksize;
-  std::optional<std::string> nested_dtype;
-  std::optional<double> nested_offset;
-  // Where findings about the state point: the state tensor and the start of
-  // its JSON text, or the list (`W.quant_state`) at the header offset.
-  std::string tensor;
-  std::int64_t at = 0;
-};
-
-// The list-only facts docs/pt.md 7.4 step 7 checks before the shared ones.
-struct ListExtras {
-  bool state2_without_code = false;  // the docstring's 6-item state2
-  bool nested_of_nested = false;     // nested2 True, offset2 or state2b not None
-};
+using StateKeys = BnbStateKeys;
 
 // "M.<suffix>" or "<suffix>": the prefix M. ("" for the bare suffix), or nullopt.
 std::optional<std::string> PrefixBefore(std::string_view name, std::string_view suffix) {
@@ -139,17 +115,11 @@ void ReadNestedKeys(const nlohmann::json& o, StateKeys* keys) {
   if (o.contains("nested_offset")) keys->nested_offset = o["nested_offset"].get<double>();
 }
 
-// Value-model predicates of docs/pt.md 7.3 ("int" is >= 0; a bool is no int).
-bool IsIndex(const PtNode& n) { return n.kind == PtKind::kInt && n.integer >= 0; }
-bool IsSequence(const PtNode& n) { return n.kind == PtKind::kList || n.kind == PtKind::kTuple; }
-bool IsDtypeToken(const PtNode& n) {
-  return n.kind == PtKind::kToken && n.token == PtTokenKind::kDtype;
-}
-
 // The checks of one file: findings go to result; Error() stops the reader.
 class Checker {
  public:
-  Checker(BnbResult* result, const std::string& file) : r_(result), file_(file) {
+  Checker(BnbResult* result, const std::string& file, const BnbListStates& lists)
+      : r_(result), file_(file), lists_(lists) {
     const TensorTable& table = r_->table;
     for (std::size_t i = 0; i < table.size(); ++i) {
       if (table[i].listed) by_name_.emplace(table[i].name, i);
@@ -273,13 +243,14 @@ class Checker {
  private:
   // docs/bnb.md 4-bit step 2 for a JSON state tensor.
   bool ReadJsonState(const StateTensor& state, StateKeys* keys);
-  // docs/pt.md 7.4 step 2 for a list: the keys, and the pieces as value
-  // tensors of the table named W.quant_state[...].
-  bool ReadListState(const StateTensor& state, const std::string& w, StateKeys* keys,
-                     ListExtras* extras, BnbLayer* layer);
+  // docs/pt.md 7.4 step 2 for a list (mapped by lists_.map): the keys, and
+  // the pieces as value tensors of the table named W.quant_state[...].
+  bool ReadListState(const StateTensor& state, const std::string& w, BnbListMapping* mapped,
+                     BnbLayer* layer);
 
   BnbResult* r_;
   const std::string& file_;
+  const BnbListStates& lists_;
   std::unordered_map<std::string, std::size_t> by_name_;
 };
 
@@ -313,87 +284,16 @@ bool Checker::ReadJsonState(const StateTensor& state, StateKeys* keys) {
   return true;
 }
 
-bool Checker::ReadListState(const StateTensor& state, const std::string& w, StateKeys* keys,
-                            ListExtras* extras, BnbLayer* layer) {
-  const PtResult& p = *r_->table.pickle();
-  const std::string name = w + std::string(kListState);
-  keys->tensor = name;
-  keys->at = Header();  // the list has no bytes of its own (docs/pt.md 7.4)
-  auto refuse = [&](const char* field, const std::string& why) {
-    return Error("BNB-101", name, field, Header(), why);
-  };
-  auto item = [&](const PtNode& seq, std::size_t k) -> const PtNode& { return p.Node(seq.items[k]); };
-  // a. The outer list, item by item (docs/pt.md 7.3's table).
-  const PtNode& s = p.Node(state.node);
-  if (s.items.size() != 6 && s.items.size() != 7) {
-    return refuse("quant_state", "the QuantState list has " + std::to_string(s.items.size()) +
-                                     " items, not 6 or 7");
+bool Checker::ReadListState(const StateTensor& state, const std::string& w, BnbListMapping* mapped,
+                            BnbLayer* layer) {
+  *mapped = lists_.map(&r_->table, state.list, w);
+  layer->absmax = mapped->absmax;
+  layer->quant_map = mapped->quant_map;
+  layer->nested_absmax = mapped->nested_absmax;
+  layer->nested_quant_map = mapped->nested_quant_map;
+  if (mapped->refused) {
+    return Error("BNB-101", mapped->keys.tensor, mapped->field, mapped->offset, mapped->message);
   }
-  const PtNode& shape = item(s, 1);
-  const bool shape_ok = (shape.kind == PtKind::kSize || IsSequence(shape)) &&
-                        std::all_of(shape.items.begin(), shape.items.end(),
-                                    [&](std::uint32_t d) { return IsIndex(p.Node(d)); });
-  const PtNode& nested = item(s, 4);
-  const char* wrong = item(s, 0).kind != PtKind::kTensor       ? "item 0 (absmax) is not a tensor"
-                      : !shape_ok                              ? "item 1 (shape) is not a list of ints"
-                      : !IsDtypeToken(item(s, 2))              ? "item 2 (dtype) is not a dtype"
-                      : !IsIndex(item(s, 3))                   ? "item 3 (blocksize) is not an int"
-                      : !(nested.kind == PtKind::kNone || (IsSequence(nested) && nested.items.size() == 2))
-                          ? "item 4 is neither None nor [offset, state2]"
-                      : item(s, 5).kind != PtKind::kStr        ? "item 5 (quant_type) is not a str"
-                      : s.items.size() == 7 && item(s, 6).kind != PtKind::kTensor
-                          ? "item 6 (quant_map) is not a tensor"
-                          : nullptr;
-  if (wrong != nullptr) return refuse("quant_state", std::string("QuantState list: ") + wrong);
-  for (std::uint32_t d : shape.items) keys->shape.push_back(static_cast<std::uint64_t>(p.Node(d).integer));
-  keys->dtype = item(s, 2).text;
-  keys->blocksize = static_cast<std::uint64_t>(item(s, 3).integer);
-  keys->quant_type = item(s, 5).text;
-  keys->nested = nested.kind != PtKind::kNone;
-  layer->absmax = r_->table.AddValueTensor(item(s, 0).tensor, name + "[0]");
-  if (s.items.size() == 7) layer->quant_map = r_->table.AddValueTensor(item(s, 6).tensor, name + "[6]");
-  if (!keys->nested) return true;
-  // b. The offset: a floating tensor of one value or a float, finite as binary32.
-  const PtNode& offset = item(nested, 0);
-  float value = 0.0f;
-  bool offset_ok = false;
-  std::int64_t value_at = Header();  // a non-finite tensor value: that value's offset (7.4)
-  if (offset.kind == PtKind::kFloat) {
-    value = static_cast<float>(offset.real);
-    offset_ok = true;
-  } else if (offset.kind == PtKind::kTensor) {
-    const PtTensor& t = p.all_tensors[offset.tensor];
-    offset_ok = IsFloatDtype(t.dtype) && t.numel == 1 && DecodePtTensor(t, &value);
-    if (offset_ok) value_at = static_cast<std::int64_t>(PtElementOffset(t, 0));
-  }
-  if (!offset_ok) {
-    return refuse("nested_offset", "the nested offset is neither a float nor a one-value float tensor");
-  }
-  if (IsNonFiniteF32Bits(std::bit_cast<std::uint32_t>(value))) {
-    return Error("BNB-101", name, "nested_offset", value_at, "the nested offset is not finite as binary32");
-  }
-  keys->nested_offset = value;
-  // c. state2: quantize_blockwise's 7-item list, or the docstring's 6 items.
-  const PtNode& state2 = item(nested, 1);
-  if (!IsSequence(state2) || (state2.items.size() != 6 && state2.items.size() != 7)) {
-    return refuse("quant_state", "the nested state2 is not a list of 6 or 7 items");
-  }
-  if (state2.items.size() == 6) {
-    extras->state2_without_code = true;
-    return true;
-  }
-  if (item(state2, 0).kind != PtKind::kTensor || item(state2, 1).kind != PtKind::kTensor ||
-      !IsIndex(item(state2, 2)) || item(state2, 3).kind != PtKind::kBool ||
-      !IsDtypeToken(item(state2, 4))) {
-    return refuse("quant_state",
-                  "state2 is not [absmax, code, blocksize, nested, dtype, offset, state2]");
-  }
-  keys->nested_blocksize = static_cast<std::uint64_t>(item(state2, 2).integer);
-  keys->nested_dtype = item(state2, 4).text;
-  extras->nested_of_nested = item(state2, 3).boolean || item(state2, 5).kind != PtKind::kNone ||
-                             item(state2, 6).kind != PtKind::kNone;
-  layer->nested_absmax = r_->table.AddValueTensor(item(state2, 0).tensor, name + "[4][1][0]");
-  layer->nested_quant_map = r_->table.AddValueTensor(item(state2, 1).tensor, name + "[4][1][1]");
   return true;
 }
 
@@ -426,11 +326,11 @@ bool Checker::Check4bit(const std::string& w, const std::vector<StateTensor>& st
   }
 
   // 2. BNB-101: strict JSON with the required keys, or a well-formed list.
-  StateKeys keys;
-  ListExtras extras;
-  if (list ? !ReadListState(state, w, &keys, &extras, layer) : !ReadJsonState(state, &keys)) {
+  BnbListMapping mapped;
+  if (list ? !ReadListState(state, w, &mapped, layer) : !ReadJsonState(state, &mapped.keys)) {
     return false;
   }
+  const StateKeys& keys = mapped.keys;
   // 3, 4. BNB-001 / BNB-102: quant_type (no suffix to compare for the list).
   if (keys.quant_type != "nf4" && keys.quant_type != "fp4") {
     return Error("BNB-001", keys.tensor, "quant_type", keys.at,
@@ -458,11 +358,11 @@ bool Checker::Check4bit(const std::string& w, const std::vector<StateTensor>& st
   // (docs/pt.md 7.4 step 7): state2 without code, nested-of-nested.
   layer->nested = keys.nested || layer->nested_absmax != kBnbNoTensor ||
                   layer->nested_quant_map != kBnbNoTensor;
-  if (extras.state2_without_code) {
+  if (mapped.state2_without_code) {
     return Error("BNB-004", keys.tensor, "nested_quant_map", keys.at,
                  "state2 is the 6-item docstring form: it has no code (nested_quant_map)");
   }
-  if (extras.nested_of_nested) {
+  if (mapped.nested_of_nested) {
     return Error("BNB-004", keys.tensor, "nested_blocksize", keys.at,
                  "state2 is itself nested: not part of the 4-bit layout");
   }
@@ -655,7 +555,7 @@ BnbResult ReadBnb(qd::ByteView file, const std::string& file_name) {
 }
 
 BnbResult ReadBnbTable(TensorTable table, const std::string& file_name,
-                       std::vector<qd::Finding> container_findings) {
+                       std::vector<qd::Finding> container_findings, const BnbListStates& lists) {
   BnbResult result;
   result.findings = std::move(container_findings);
   result.table = std::move(table);
@@ -678,18 +578,11 @@ BnbResult ReadBnbTable(TensorTable table, const std::string& file_name,
       plan_for(claim->first).states.push_back(std::move(claim->second));
     }
   }
-  // docs/pt.md 7.2: a value `W.quant_state` (W non-empty) that is a list or
-  // tuple is the old QuantState list of W.
-  if (const PtResult* pickle = tensors.pickle()) {
-    for (const auto& [name, node] : pickle->values) {
-      if (name.size() <= kListState.size() ||
-          name.compare(name.size() - kListState.size(), kListState.size(), kListState) != 0 ||
-          !IsSequence(pickle->Node(node))) {
-        continue;
-      }
-      const std::string w = name.substr(0, name.size() - kListState.size());
-      plan_for(w).states.push_back({StateForm::kList4bit, kBnbNoTensor, w, {}, node});
-    }
+  // docs/pt.md 7.2: the QuantState lists the container found.
+  for (const auto& [w, list] : lists.lists) {
+    StateTensor state{StateForm::kList4bit, kBnbNoTensor, w, {}};
+    state.list = list;
+    plan_for(w).states.push_back(std::move(state));
   }
   if (tensors.Metadata(kBlockwiseKey) != nullptr) {
     std::unordered_map<std::string, std::size_t> names;
@@ -705,7 +598,7 @@ BnbResult ReadBnbTable(TensorTable table, const std::string& file_name,
   std::sort(plans.begin(), plans.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
 
-  Checker checker(&result, file_name);
+  Checker checker(&result, file_name, lists);
   for (const auto& [w, plan] : plans) {
     BnbLayer layer;
     layer.name = w;

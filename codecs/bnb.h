@@ -23,6 +23,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -94,13 +95,61 @@ struct BnbResult {
   }
 };
 
+// ---- the QuantState list layout (docs/pt.md 7) --------------------------------
+// A list lives in a container's value model (a .pt file), which this reader
+// does not know: the container's side finds the lists and maps each onto the
+// dict layout's keys (codecs/bnb_pt_layers.cc), and the checks below run on
+// the mapped keys as on a JSON state.
+
+// The state keys of docs/bnb.md 4-bit step 2 / blockwise step 1, read from a
+// JSON object or mapped from a QuantState list (docs/pt.md 7.3), so that the
+// later steps run once for every layout.
+struct BnbStateKeys {
+  std::string quant_type;
+  std::uint64_t blocksize = 0;
+  std::string dtype;
+  std::vector<std::uint64_t> shape;
+  bool nested = false;  // JSON: a nested_* key; list: S[4] is not None
+  std::optional<std::uint64_t> nested_blocksize;
+  std::optional<std::string> nested_dtype;
+  std::optional<double> nested_offset;
+  // Where findings about the state point: the state tensor and the start of
+  // its JSON text, or the list (`W.quant_state`) at the header offset.
+  std::string tensor;
+  std::int64_t at = 0;
+};
+
+// One list mapped (docs/pt.md 7.4 step 2): its keys, the list-only facts step
+// 7 checks before the shared ones, and its pieces appended to the table as
+// value tensors named W.quant_state[...]; or its BNB-101 refusal.
+struct BnbListMapping {
+  BnbStateKeys keys;
+  bool state2_without_code = false;  // the docstring's 6-item state2
+  bool nested_of_nested = false;     // nested2 True, offset2 or state2b not None
+  std::size_t absmax = kBnbNoTensor, quant_map = kBnbNoTensor;
+  std::size_t nested_absmax = kBnbNoTensor, nested_quant_map = kBnbNoTensor;
+  bool refused = false;  // BNB-101 on keys.tensor with field, offset, message
+  std::string field;
+  std::int64_t offset = 0;
+  std::string message;
+};
+
+// The lists of one table: W and the id `map` knows the list by, in value
+// table order (docs/pt.md 7.2); `map` maps one (and may append value tensors
+// to table).
+struct BnbListStates {
+  std::vector<std::pair<std::string, std::uint32_t>> lists;
+  BnbListMapping (*map)(TensorTable* table, std::uint32_t list, const std::string& w) = nullptr;
+};
+
 // Container rules, then the bnb rules in docs/bnb.md's order.
 BnbResult ReadBnb(qd::ByteView file, const std::string& file_name);
 // The bnb rules on an accepted container's tensor table: a safetensors
 // container, or a .pt file's table with its QuantState list layers
 // (docs/pt.md 6.4, 7). The container's findings (warnings) come first.
 BnbResult ReadBnbTable(TensorTable table, const std::string& file_name,
-                       std::vector<qd::Finding> container_findings = {});
+                       std::vector<qd::Finding> container_findings = {},
+                       const BnbListStates& lists = {});
 // Announces and passes an accepted bnb result's tensors (is_bnb): every
 // layer's W and every floating tensor of no layer, sorted by name bytes.
 // False when the sink stopped early.

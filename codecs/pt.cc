@@ -1,8 +1,6 @@
 // pt.cc: the torch.save zip reader (docs/pt.md). See pt.h.
 #include "codecs/pt.h"
 
-#include "codecs/bnb.h"
-
 #include <zlib.h>
 
 #include <algorithm>
@@ -1387,49 +1385,6 @@ bool ClaimsPt(qd::ByteView file) {
                                            0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
   if (n >= 14 && std::memcmp(d, kLegacy, 14) == 0) return true;
   return n >= 262 && std::memcmp(d + 257, "ustar", 5) == 0;
-}
-
-BnbResult ReadPtLayers(qd::ByteView file, const std::string& file_name) {
-  PtResult pickle = ReadPt(file, file_name);
-  if (pickle.refused) return BnbResult::Refusal(std::move(pickle.findings));
-  std::vector<qd::Finding> warnings = std::move(pickle.findings);
-  return ReadBnbTable(TensorTable::FromPt(std::move(pickle)), file_name, std::move(warnings));
-}
-
-qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink) {
-  BnbResult r = ReadPtLayers(file, file_name);
-  qd::Outcome outcome{r.refused, std::move(r.findings), {}};
-  if (r.refused) return outcome;
-  if (r.is_bnb) {
-    StreamBnbLayers(r, sink);
-    return outcome;
-  }
-  // Section 6.3: the table's floating tensors in 6.4's order.
-  const TensorTable& table = r.table;
-  std::vector<std::size_t> order;
-  for (std::size_t i = 0; i < table.size(); ++i) {
-    if (IsFloatDtype(table[i].dtype)) order.push_back(i);
-  }
-  std::sort(order.begin(), order.end(),
-            [&](std::size_t a, std::size_t b) { return table.InStorageOrder(a, b); });
-  std::vector<TensorInfo> plan;
-  plan.reserve(order.size());
-  for (std::size_t i : order) plan.push_back({table[i].name, table[i].shape});
-  if (!sink.Plan(plan)) return outcome;
-  for (std::size_t i : order) {
-    qd::DecodedTensor decoded{table[i].name, table[i].shape, std::vector<float>(table[i].element_count)};
-    table.DecodeFloat(i, decoded.values.data());
-    if (!sink.Take(std::move(decoded))) return outcome;
-  }
-  return outcome;
-}
-
-qd::Outcome DecodePtFile(qd::ByteView file, const std::string& file_name) {
-  std::vector<qd::DecodedTensor> tensors;
-  CollectingSink sink(&tensors);
-  qd::Outcome outcome = StreamPtFile(file, file_name, sink);
-  outcome.tensors = std::move(tensors);
-  return outcome;
 }
 
 }  // namespace qd::codec

@@ -114,24 +114,9 @@ struct PtResult {
 
 PtResult ReadPt(qd::ByteView file, const std::string& file_name);
 
-struct BnbResult;  // codecs/bnb.h
-// docs/pt.md section 8 with step 8: ReadPt, then on an accepted file the
-// bitsandbytes readers on its tensor table (sections 6.4, 7). Findings: the
-// PT warnings, then the layers' findings. The result's table holds the .pt
-// reading (TensorTable::pickle()); include codecs/bnb.h to use it.
-BnbResult ReadPtLayers(qd::ByteView file, const std::string& file_name);
-
 // Cheap: a ZIP local-header signature at 0, the legacy pickle magic prefix, or
 // a tar header (`ustar` at 257); never a safetensors file (byte 8 is `{`).
 bool ClaimsPt(qd::ByteView file);
-
-// Findings (ReadPtLayers') and, for an accepted file, section 6.3's output:
-// every F32/F16/BF16/F64 tensor of the tensor table decoded to binary32,
-// sorted by (begin, end, name bytes) as a safetensors container is; or, for
-// a file with bitsandbytes layers, docs/bnb.md's output (6.4). StreamPtFile
-// announces them and then passes them one at a time; DecodePtFile collects them.
-qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink);
-qd::Outcome DecodePtFile(qd::ByteView file, const std::string& file_name);
 
 }  // namespace qd::codec
 

@@ -1,6 +1,8 @@
 // tensor_table.cc: docs/pt.md section 6.4 over both containers.
 #include "codecs/tensor_table.h"
 
+#include "codecs/pt.h"
+
 #include <utility>
 
 namespace qd::codec {

@@ -21,10 +21,14 @@
 #include <string_view>
 #include <vector>
 
-#include "codecs/pt.h"
 #include "codecs/safetensors.h"
 
 namespace qd::codec {
+
+// A .pt reading (codecs/pt.h), held by pointer: the format readers that take
+// a table do not see the .pt value model.
+struct PtResult;
+struct PtTensor;
 
 struct TableTensor {
   std::string name;

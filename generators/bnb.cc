@@ -14,8 +14,6 @@
 namespace qd::gen {
 namespace {
 
-using harness::Generated;
-using harness::Rng;
 using Json = nlohmann::ordered_json;
 
 

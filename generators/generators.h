@@ -6,8 +6,8 @@
 // both readers must refuse it with that rule ID (the catalogue's check order
 // guarantees no earlier rule fires).
 //
-//   qd::harness::Rng rng(seed);
-//   qd::harness::Generated g = qd::gen::RbqViolation("RBQ-005", rng);
+//   qd::gen::Rng rng(seed);
+//   qd::gen::Generated g = qd::gen::RbqViolation("RBQ-005", rng);
 #ifndef QUANTDIFF_GENERATORS_GENERATORS_H_
 #define QUANTDIFF_GENERATORS_GENERATORS_H_
 
@@ -20,30 +20,30 @@
 
 #include "codecs/bnb.h"
 #include "codecs/safetensors.h"
-#include "harness/registry.h"
+#include "generators/generated.h"
 
 namespace qd::gen {
 
 // A uniform choice in 0..n-1 (n > 0), and a one-in-n chance.
-inline std::uint64_t Pick(harness::Rng& rng, std::uint64_t n) { return rng() % n; }
-inline bool Coin(harness::Rng& rng, std::uint64_t one_in = 2) { return Pick(rng, one_in) == 0; }
+inline std::uint64_t Pick(Rng& rng, std::uint64_t n) { return rng() % n; }
+inline bool Coin(Rng& rng, std::uint64_t one_in = 2) { return Pick(rng, one_in) == 0; }
 
 // safetensors container (rules ST-*): random tensors of every dtype.
-harness::Generated SafetensorsValid(harness::Rng& rng);
+Generated SafetensorsValid(Rng& rng);
 std::vector<std::string> SafetensorsViolableRules();
-harness::Generated SafetensorsViolation(std::string_view rule, harness::Rng& rng);
+Generated SafetensorsViolation(std::string_view rule, Rng& rng);
 
 // Q4B32 / Q8B32 (rules RBQ-*): quantized matrices plus kept norm vectors.
-harness::Generated RbqValid(harness::Rng& rng);
+Generated RbqValid(Rng& rng);
 std::vector<std::string> RbqViolableRules();
-harness::Generated RbqViolation(std::string_view rule, harness::Rng& rng);
+Generated RbqViolation(std::string_view rule, Rng& rng);
 
 // bitsandbytes (rules BNB-*, docs/bnb.md): 4-bit NF4/FP4 (HF and GPT-QModel
 // names, flat or nested statistics, any quant_storage), 8-bit blockwise and
 // int8 row-scaled layers, made with the codec's encoders.
-harness::Generated BnbValid(harness::Rng& rng);
+Generated BnbValid(Rng& rng);
 std::vector<std::string> BnbViolableRules();
-harness::Generated BnbViolation(std::string_view rule, harness::Rng& rng);
+Generated BnbViolation(std::string_view rule, Rng& rng);
 
 // One 4-bit layer quantized with codec::QuantizeBnb4bit from random weights
 // (layer.q.nested: flat or nested statistics), before any layout names it:
@@ -62,10 +62,10 @@ struct Bnb4bitLayer {
 const char* Bnb4bitTypeName(codec::Bnb4bitType type);
 const char* BnbDtypeName(codec::BnbDtype dtype);
 // force_nested: -1 random, 0 flat, 1 nested.
-Bnb4bitLayer RandomBnb4bitLayer(harness::Rng& rng, int force_nested = -1);
+Bnb4bitLayer RandomBnb4bitLayer(Rng& rng, int force_nested = -1);
 // A quant_storage dtype ("U8" mostly, "F16", "BF16", "F32" when it divides
 // packed_bytes) for W's packed bytes (docs/bnb.md step 8: any dtype).
-std::string RandomBnbQuantStorage(std::uint64_t packed_bytes, harness::Rng& rng);
+std::string RandomBnbQuantStorage(std::uint64_t packed_bytes, Rng& rng);
 // The layer's tensors in the HF layout (W, W.quant_map, W.absmax [,
 // W.nested_absmax, W.nested_quant_map], W.quant_state.bitsandbytes__T as a
 // U8 JSON text, last) or GPT-QModel's (M.weight_*); W holds the packed bytes
@@ -76,7 +76,7 @@ std::vector<codec::TensorWithBytes> Bnb4bitTensors(const Bnb4bitLayer& layer, bo
 // M.weight I8 [rows, columns] and M.SCB F32 [rows] with M.weight_format U8 0
 // (Linear8bitLt), or M.weight_scb (GPT-QModel).
 std::vector<codec::TensorWithBytes> BnbInt8Tensors(const std::string& module, bool gptqmodel,
-                                                   harness::Rng& rng);
+                                                   Rng& rng);
 // The bitsandbytes generator's safetensors writer (metadata {"format": "pt"}).
 std::vector<std::uint8_t> BnbWriteSafetensors(const std::vector<codec::TensorWithBytes>& tensors);
 // A BnbViolation instance before it is written, limited to the layouts a
@@ -86,16 +86,16 @@ struct BnbTensorSet {
   std::vector<codec::TensorWithBytes> tensors;
   std::string expected_rule, description;
 };
-BnbTensorSet BnbViolationTensors(std::string_view rule, harness::Rng& rng);
+BnbTensorSet BnbViolationTensors(std::string_view rule, Rng& rng);
 
 // GPTQ (rules GPTQ-*, CFG-*, docs/gptq.md): v1 / v2 continuous and planar
 // layers packed with codec::GptqEncode, one or two per file, sorted or
 // act-order g_idx, F16 / BF16 / F32 scales, optional bias and dense
 // tensors; config sources (Generated::side_files) spelled with every alias,
 // sometimes a quantize_config.json plus an agreeing nested config.json.
-harness::Generated GptqValid(harness::Rng& rng);
+Generated GptqValid(Rng& rng);
 std::vector<std::string> GptqViolableRules();
-harness::Generated GptqViolation(std::string_view rule, harness::Rng& rng);
+Generated GptqViolation(std::string_view rule, Rng& rng);
 
 // One GPTQ layer, exposed so fuzz targets and tests can build from input.
 struct GptqLayerParams {
@@ -112,7 +112,7 @@ struct GptqLayerParams {
 };
 // P+qweight, P+qzeros, P+scales, P+g_idx (and P+bias), in that order, with
 // random codes, zeros and finite scales (subnormals, zeros, negatives).
-std::vector<codec::TensorWithBytes> BuildGptqLayer(const GptqLayerParams& params, harness::Rng& rng);
+std::vector<codec::TensorWithBytes> BuildGptqLayer(const GptqLayerParams& params, Rng& rng);
 // A canonical quantize_config.json text for those parameters.
 std::string GptqConfigText(int format, int bits, std::int64_t group_size);
 
@@ -127,9 +127,9 @@ std::string GptqConfigText(int format, int bits, std::int64_t group_size);
 // rules are PT-* and the BNB-* rules a .pt file can break (docs/pt.md 6.4,
 // 7.4: BNB-001, -002, -004, -101..-106, -108), each in one layer, list
 // layout or tensors, of a file that is otherwise valid.
-harness::Generated PtValid(harness::Rng& rng);
+Generated PtValid(Rng& rng);
 std::vector<std::string> PtViolableRules();
-harness::Generated PtViolation(std::string_view rule, harness::Rng& rng);
+Generated PtViolation(std::string_view rule, Rng& rng);
 
 // One ZIP entry for PtWriteZip.
 struct PtZipEntry {
@@ -277,7 +277,7 @@ struct PtDraftOptions {
   // a number: "weight3", "layers5.bias7", 1004).
   PtStateDict extra;
 };
-PtDraft PtRandomDraft(harness::Rng& rng, const PtDraftOptions& options = {});
+PtDraft PtRandomDraft(Rng& rng, const PtDraftOptions& options = {});
 std::vector<std::uint8_t> PtWriteDraft(const PtDraft& draft, PtZipLayout* layout = nullptr);
 
 // ---- bitsandbytes layers in a state dict (docs/pt.md 6.4, 7; docs/bnb.md) --------
@@ -299,7 +299,7 @@ struct BnbListOptions {
   std::string w_storage = "U8";
   bool w_flat = false;
 };
-BnbListOptions RandomBnbListOptions(const Bnb4bitLayer& layer, harness::Rng& rng);
+BnbListOptions RandomBnbListOptions(const Bnb4bitLayer& layer, Rng& rng);
 // The list S (`W.quant_state`) and the packed weight W.
 PtObject Bnb4bitListState(const Bnb4bitLayer& layer, const BnbListOptions& options);
 PtTensorData Bnb4bitListWeight(const Bnb4bitLayer& layer, const BnbListOptions& options);
@@ -315,7 +315,7 @@ std::vector<PtTensorData*> PtTensorsIn(PtStateDict* dict);
 // One or two valid layers of the kinds a .pt file holds (list layout flat or
 // nested in all its spellings, HF and GPT-QModel 4-bit, both int8 layouts),
 // modules "blocks.<i>.<proj>", some dicts nested, some tensors views.
-PtStateDict RandomPtBnbLayers(harness::Rng& rng);
+PtStateDict RandomPtBnbLayers(Rng& rng);
 
 // Parameters of one RBQ file, exposed so fuzz targets can build from input.
 struct RbqFileParams {
@@ -326,11 +326,11 @@ struct RbqFileParams {
   bool with_norm = true;  // a one-dimensional F32 tensor beside them
   float magnitude = 1.0f;
 };
-std::vector<std::uint8_t> BuildRbqFile(const RbqFileParams& params, harness::Rng& rng);
+std::vector<std::uint8_t> BuildRbqFile(const RbqFileParams& params, Rng& rng);
 
 // Random weights with the shapes quantizers meet: normal-ish values, exact
 // zeros, all-zero blocks, outliers and tiny values near binary16 underflow.
-std::vector<float> RandomWeights(std::uint64_t count, float magnitude, harness::Rng& rng);
+std::vector<float> RandomWeights(std::uint64_t count, float magnitude, Rng& rng);
 
 }  // namespace qd::gen
 

@@ -21,8 +21,6 @@
 namespace qd::gen {
 namespace {
 
-using harness::Generated;
-using harness::Rng;
 using Json = nlohmann::ordered_json;
 
 
@@ -519,452 +517,557 @@ Generated GptqValid(Rng& rng) {
                          std::to_string(d.sources.size()) + " config source(s)");
 }
 
+namespace {
+
+// ---- violations by rule ---------------------------------------------------
+
+// What a layer rule's builder starts from (kLayerRules).
+struct LayerCase {
+  Draft d;
+  const LayerInfo* layer = nullptr;  // one of d.layers
+};
+
+std::uint64_t u(std::int64_t v) { return static_cast<std::uint64_t>(v); }
+
+Generated ViolateCfg001(const std::string& r, Rng& rng) {
+  Draft d = MakeDraft(rng);
+  Source& s = d.sources[Pick(rng, d.sources.size())];
+  if (s.nested && Coin(rng)) {
+    s.top["quantization_config"] = OneOf<Json>(rng, {Json(4), Json("gptq"), Json::array(), Json(true)});
+    return d.Write(r, s.name + ": quantization_config is not an object");
+  }
+  const std::string text = s.top.dump();
+  std::string bad;
+  std::string what;
+  switch (Pick(rng, 11)) {
+    case 0: bad = text + ","; what = "trailing comma"; break;
+    case 1: bad = text.substr(0, text.size() - 1); what = "unterminated object"; break;
+    case 2: bad = "\xEF\xBB\xBF" + text; what = "byte order mark"; break;
+    case 3: bad = "{\"x\":1,\"x\":1," + text.substr(1); what = "duplicate key"; break;
+    case 4: bad = "[" + text + "]"; what = "top level is an array"; break;
+    case 5: bad = "{\"damp_percent\":NaN," + text.substr(1); what = "NaN literal"; break;
+    case 6: bad = "{\"damp_percent\":1e400," + text.substr(1); what = "number overflows binary64"; break;
+    case 7: bad = "{\"name\":\"\xff\"," + text.substr(1); what = "invalid UTF-8"; break;
+    case 8:
+      bad = "{\"deep\":" + std::string(80, '[') + std::string(80, ']') + "," + text.substr(1);
+      what = "nesting deeper than 64";
+      break;
+    case 9: bad = "{'bits':4}"; what = "single quotes"; break;
+    default: bad = ""; what = "empty file"; break;
+  }
+  s.use_raw = true;
+  s.raw = bad;
+  return d.Write(r, s.name + " is not strict JSON (" + what + ")");
+}
+
+Generated ViolateCfg002(const std::string& r, Rng& rng) {
+  Draft d = MakeDraft(rng);
+  Source& s = d.sources[Pick(rng, d.sources.size())];
+  struct Bad {
+    const char* key;
+    std::vector<const char*> values;
+  };
+  const std::vector<Bad> bad = {
+      {"method", {"4", "true", "[\"gptq\"]"}},
+      {"quant_method", {"{}", "1.5"}},
+      {"format", {"2", "false"}},
+      {"checkpoint_format", {"[]", "0"}},
+      {"version", {"1", "{\"v\":2}"}},
+      {"bits", {"\"4\"", "4.0", "4e0", "true", "[4]", "9223372036854775808"}},
+      {"w_bit", {"4.5", "\"8\""}},
+      {"wbits", {"-4e0", "null1"}},
+      {"group_size", {"128.0", "\"128\"", "-1.0", "1e2"}},
+      {"q_group_size", {"false", "-9223372036854775809"}},
+      {"sym", {"\"true\"", "1", "0"}},
+      {"zero_point", {"\"false\"", "[]"}},
+      {"desc_act", {"0", "\"no\""}},
+      {"pack_dtype", {"32", "true"}},
+      {"is_marlin_format", {"\"false\"", "0"}},
+      {"dynamic", {"[]", "\"x\"", "1", "true"}},
+  };
+  const Bad& b = bad[Pick(rng, bad.size())];
+  std::string value = OneOf(rng, b.values);
+  if (value == std::string("null1")) value = "[null]";
+  s.Config()[b.key] = Json::parse(value);
+  return d.Write(r, s.name + ": " + b.key + " = " + value + " has the wrong JSON type");
+}
+
+Generated ViolateCfg003(const std::string& r, Rng& rng) {
+  Draft d = MakeDraft(rng, {.sources = 1});
+  switch (Pick(rng, 3)) {
+    case 0: d.sources.clear(); return d.Write(r, "no config source");
+    case 1:
+      d.sources = {NestedSource(Json(nullptr), rng)};
+      return d.Write(r, "config.json with quantization_config null only");
+    default:
+      d.sources = {NestedSource(Json::object(), rng)};
+      d.sources[0].top.erase("quantization_config");
+      return d.Write(r, "config.json without quantization_config only");
+  }
+}
+
+Generated ViolateGptq005(const std::string& r, Rng& rng) {
+  Draft d = MakeDraft(rng);
+  Json& w = d.Winner();
+  const int v = static_cast<int>(Pick(rng, 5));
+  if (v == 4) {
+    w["is_marlin_format"] = true;
+  } else {
+    const char* keys[] = {"method", "quant_method", "format", "checkpoint_format"};
+    w[keys[v]] = "marlin";
+  }
+  return d.Write(r, "winning config says marlin");
+}
+
+Generated ViolateCfg101(const std::string& r, Rng& rng) {
+  Draft d = MakeDraft(rng);
+  d.Winner()["is_marlin_format"] = false;
+  return d.Write(r, "winning config has is_marlin_format false");
+}
+
+Generated ViolateCfg004(const std::string& r, Rng& rng) {
+  Draft d = MakeDraft(rng);
+  Json& w = d.Winner();
+  switch (Pick(rng, 4)) {
+    case 0: {
+      EraseGroup(w, kMethodKeys);
+      const bool first_gptq = Coin(rng);
+      w["method"] = first_gptq ? "gptq" : "awq";
+      w["quant_method"] = first_gptq ? "awq" : "gptq";
+      return d.Write(r, "method and quant_method disagree");
+    }
+    case 1: {
+      EraseGroup(w, kFormatKeys);
+      const int a = static_cast<int>(Pick(rng, 3));
+      const int b = (a + 1 + static_cast<int>(Pick(rng, 2))) % 3;
+      std::vector<std::string> keys = kFormatKeys;
+      std::shuffle(keys.begin(), keys.end(), rng);
+      w[keys[0]] = keys[0] == "version" ? RandomCase(kFormatNames[a], rng) : kFormatNames[a];
+      w[keys[1]] = keys[1] == "version" ? RandomCase(kFormatNames[b], rng) : kFormatNames[b];
+      return d.Write(r, "format aliases disagree");
+    }
+    case 2: {
+      EraseGroup(w, kBitsKeys);
+      std::vector<std::string> keys = kBitsKeys;
+      std::shuffle(keys.begin(), keys.end(), rng);
+      w[keys[0]] = d.bits;
+      w[keys[1]] = d.bits == 8 ? 4 : 8;
+      return d.Write(r, "bits aliases disagree");
+    }
+    default:
+      EraseGroup(w, kGroupKeys);
+      w["group_size"] = d.group_size;
+      w["q_group_size"] = d.group_size == 64 ? 128 : 64;
+      if (Coin(rng)) std::swap(w["group_size"], w["q_group_size"]);
+      return d.Write(r, "group_size and q_group_size disagree");
+  }
+}
+
+Generated ViolateCfg102(const std::string& r, Rng& rng) {
+  Draft d = MakeDraft(rng);
+  if (Coin(rng) || d.sources.size() < 2) {
+    Json& w = d.Winner();
+    const bool v = Coin(rng);
+    w["sym"] = v;
+    w["zero_point"] = v;
+    return d.Write(r, "sym and zero_point say the same value");
+  }
+  Json& w = d.Winner();
+  Json& other = d.sources[1].Config();
+  const char* key = Coin(rng) ? "sym" : "desc_act";
+  const bool v = Coin(rng);
+  w.erase("zero_point");
+  other.erase("zero_point");
+  w[key] = v;
+  other[key] = !v;
+  return d.Write(r, std::string("config sources disagree on ") + key);
+}
+
+Generated ViolateCfg005(const std::string& r, Rng& rng) {
+  Draft d = MakeDraft(rng);
+  Json& w = d.Winner();
+  if (Coin(rng)) {
+    EraseGroup(w, kMethodKeys);
+    w[OneOf(rng, kMethodKeys)] = OneOf<std::string>(rng, {"awq", "GPTQ", "bitsandbytes", "", "gptq "});
+    return d.Write(r, "method is not gptq");
+  }
+  EraseGroup(w, kFormatKeys);
+  const std::string key = OneOf(rng, kFormatKeys);
+  w[key] = key == "version" ? OneOf<std::string>(rng, {"GEMM", "gemv", "gptq-v2", "v2"})
+                            : OneOf<std::string>(rng, {"gptq_v3", "GPTQ", "awq", "gptq_marlin", "bitblas"});
+  return d.Write(r, "format is not gptq, gptq_v2 or gptq_p");
+}
+
+Generated ViolateCfg006(const std::string& r, Rng& rng) {
+  Draft d = MakeDraft(rng);
+  Json& w = d.Winner();
+  const auto& keys = Coin(rng) ? kBitsKeys : kGroupKeys;
+  EraseGroup(w, keys);
+  if (Coin(rng)) w[OneOf(rng, keys)] = nullptr;
+  return d.Write(r, "winning config lacks " + keys[0]);
+}
+
+Generated ViolateCfg007(const std::string& r, Rng& rng) {
+  Draft d = MakeDraft(rng);
+  Json& w = d.Winner();
+  const std::int64_t gs =
+      OneOf<std::int64_t>(rng, {0, -2, -128, std::numeric_limits<std::int64_t>::min()});
+  bool any = false;
+  for (const auto& k : kGroupKeys) {
+    if (w.contains(k) && !w[k].is_null()) {
+      w[k] = gs;
+      any = true;
+    }
+  }
+  if (!any) w["group_size"] = gs;
+  return d.Write(r, "group_size " + std::to_string(gs));
+}
+
+Generated ViolateGptq001(const std::string& r, Rng& rng) {
+  Draft d = MakeDraft(rng);
+  Json& w = d.Winner();
+  const int bits = d.format == 2 ? OneOf<int>(rng, {0, 1, 9, 16, 32, -1})
+                                 : OneOf<int>(rng, {0, 1, 5, 6, 7, 9, 16, -4});
+  bool any = false;
+  for (const auto& k : kBitsKeys) {
+    if (w.contains(k) && !w[k].is_null()) {
+      w[k] = bits;
+      any = true;
+    }
+  }
+  if (!any) w["bits"] = bits;
+  return d.Write(r, std::string(kFormatNames[d.format]) + " with bits " + std::to_string(bits));
+}
+
+Generated ViolateCfg008(const std::string& r, Rng& rng) {
+  Draft d = MakeDraft(rng);
+  d.Winner()["pack_dtype"] = OneOf<std::string>(rng, {"int16", "int8", "int64", "uint32", "INT32", ""});
+  return d.Write(r, "pack_dtype is not int32");
+}
+
+Generated ViolateCfg009(const std::string& r, Rng& rng) {
+  Draft d = MakeDraft(rng);
+  d.Winner()["dynamic"] = Coin(rng) ? Json{{"-:.*lm_head", Json::object()}}
+                                    : Json{{"+:.*down_proj.*", Json{{"bits", 8}}}};
+  return d.Write(r, "dynamic is a non-empty object");
+}
+
+Generated ViolateCfg010(const std::string& r, Rng& rng) {
+  Draft d = MakeDraft(rng, {.sources = 2});
+  Json& w = d.Winner();
+  Json& other = d.sources[1].Config();
+  switch (Pick(rng, 4)) {
+    case 0:
+      EraseGroup(other, kMethodKeys);
+      other[OneOf(rng, kMethodKeys)] = OneOf<std::string>(rng, {"awq", "marlin", "GPTQ"});
+      return d.Write(r, "the other source's method differs");
+    case 1: {
+      // Both spell the format out; the other says another one (or defaults
+      // to gptq where the winner is v2 / planar).
+      EraseGroup(other, kFormatKeys);
+      if (d.format != 0 && Coin(rng)) return d.Write(r, "the other source's format defaults to gptq");
+      const int f = (d.format + 1 + static_cast<int>(Pick(rng, 2))) % 3;
+      other[OneOf(rng, kFormatKeys)] = kFormatNames[f];
+      return d.Write(r, "the other source's format differs");
+    }
+    case 2:
+      EraseGroup(other, kBitsKeys);
+      other[OneOf(rng, kBitsKeys)] = d.bits == 4 ? 8 : 4;
+      return d.Write(r, "the other source's bits differ");
+    default: {
+      EraseGroup(other, kGroupKeys);
+      const std::int64_t gs = d.group_size == 128 ? 64 : 128;
+      other[OneOf(rng, kGroupKeys)] = gs;
+      (void)w;
+      return d.Write(r, "the other source's group_size differs");
+    }
+  }
+}
+
+Generated ViolateGptq101(const std::string& r, LayerCase& c, Rng& rng) {
+  Draft& d = c.d;
+  const std::string& P = c.layer->params.prefix;
+  if (Coin(rng, 4)) {
+    const char* member = OneOf<const char*>(rng, {"qzeros", "scales", "g_idx", "qweight"});
+    d.tensors.push_back({{"model.layers.77.mlp.gate_proj." + std::string(member), "I32", {2, 4}, 0},
+                         std::vector<std::uint8_t>(32, 0)});
+    return d.Write(r, std::string("a lone ") + member + " makes an incomplete layer");
+  }
+  const char* member = OneOf<const char*>(rng, {"qweight", "qzeros", "scales", "g_idx"});
+  d.Remove(P + member);
+  return d.Write(r, std::string("layer without ") + member);
+}
+
+Generated ViolateGptq102(const std::string& r, LayerCase& c, Rng& rng) {
+  Draft& d = c.d;
+  const GptqLayerParams& p = c.layer->params;
+  const std::string& P = c.layer->params.prefix;
+  d.tensors.push_back({{P + "weight", "F16", {u(p.out_features), 4}, 0},
+                       FloatBytes(0, u(p.out_features) * 4, rng)});
+  if (Coin(rng)) std::shuffle(d.tensors.begin(), d.tensors.end(), rng);
+  return d.Write(r, "dense weight beside the layer");
+}
+
+Generated ViolateGptq103(const std::string& r, LayerCase& c, Rng& rng) {
+  Draft& d = c.d;
+  const std::string& P = c.layer->params.prefix;
+  const std::string x = OneOf<std::string>(rng, {"perm", "wf", "qweight_t", "scales2", "g_idx_inv",
+                                                  "zeros", "bias_", "Weight"});
+  if (Coin(rng)) {
+    d.tensors.push_back({{P + x, "F32", {3}, 0}, FloatBytes(2, 3, rng)});
+  } else {
+    d.tensors.push_back({{P + x, "I32", {2}, 0}, WordsBytes({7, -7})});
+  }
+  if (Coin(rng)) std::shuffle(d.tensors.begin(), d.tensors.end(), rng);
+  return d.Write(r, "unknown sibling " + P + x);
+}
+
+Generated ViolateGptq104(const std::string& r, LayerCase& c, Rng& rng) {
+  Draft& d = c.d;
+  const GptqLayerParams& p = c.layer->params;
+  const std::string& P = c.layer->params.prefix;
+  const std::vector<std::string> members = p.bias_dtype >= 0
+      ? std::vector<std::string>{"qweight", "qzeros", "scales", "g_idx", "bias"}
+      : std::vector<std::string>{"qweight", "qzeros", "scales", "g_idx"};
+  const std::string member = OneOf(rng, members);
+  codec::TensorWithBytes* t = d.Find(P + member);
+  const bool dtype = Coin(rng);
+  if (dtype) {
+    const std::uint64_t es = ElementSize(t->spec.dtype);
+    std::vector<std::string> same_size;
+    if (member == "scales" || member == "bias") {
+      same_size = es == 2 ? std::vector<std::string>{"I16", "U16"} : std::vector<std::string>{"I32", "U32"};
+    } else {
+      same_size = {"F32", "U32"};
+    }
+    if (Coin(rng, 3)) {  // a wider dtype: F64 / I64 with the values widened
+      const std::string wide = member == "scales" || member == "bias" ? "F64" : "I64";
+      t->spec.dtype = wide;
+      std::vector<std::uint8_t> bytes(t->bytes.size() / es * 8, 0);
+      for (std::size_t i = 0; i < t->bytes.size() / es; ++i) bytes[8 * i] = t->bytes[es * i];
+      t->bytes = std::move(bytes);
+    } else {
+      t->spec.dtype = OneOf(rng, same_size);
+    }
+    return d.Write(r, P + member + " has dtype " + t->spec.dtype);
+  }
+  std::vector<std::uint64_t> shape = t->spec.shape;
+  std::uint64_t count = 1;
+  for (auto s : shape) count *= s;
+  if (shape.size() == 1) {
+    shape = Coin(rng) ? std::vector<std::uint64_t>{count, 1} : std::vector<std::uint64_t>{1, count};
+  } else {
+    switch (Pick(rng, 3)) {
+      case 0: shape = {count}; break;
+      case 1: shape = {1, shape[0], shape[1]}; break;
+      default: shape = {shape[0], shape[1], 1}; break;
+    }
+  }
+  t->spec.shape = shape;
+  return d.Write(r, P + member + " has rank " + std::to_string(shape.size()));
+}
+
+Generated ViolateGptq002(const std::string& r, LayerCase& c, Rng& rng) {
+  Draft& d = c.d;
+  const GptqLayerParams& p = c.layer->params;
+  const std::string& P = c.layer->params.prefix;
+  // qweight rows off by d, 1 <= d < bits: Kq is then undefined or not a
+  // multiple of 32, so K is Kg (the true K) with the wrong row count, or
+  // Kq itself fails the multiple of 32.
+  codec::TensorWithBytes* t = d.Find(P + "qweight");
+  const std::uint64_t rows = t->spec.shape[0];
+  const std::uint64_t delta = 1 + Pick(rng, static_cast<std::uint64_t>(p.bits - 1));
+  const std::uint64_t new_rows = Coin(rng) ? rows + delta : rows - delta;
+  Resize2D(t, new_rows, t->spec.shape[1]);
+  return d.Write(r, "qweight has " + std::to_string(new_rows) + " rows instead of " +
+                        std::to_string(rows));
+}
+
+Generated ViolateGptq003(const std::string& r, LayerCase& c, Rng& rng) {
+  Draft& d = c.d;
+  const std::string& P = c.layer->params.prefix;
+  codec::TensorWithBytes* z = d.Find(P + "qzeros");
+  const std::uint64_t rows = z->spec.shape[0], cols = z->spec.shape[1];
+  switch (Pick(rng, 3)) {
+    case 0: {
+      const std::uint64_t new_rows = rows > 1 && Coin(rng) ? rows - 1 : rows + 1;
+      Resize2D(z, new_rows, cols);
+      return d.Write(r, "qzeros has " + std::to_string(new_rows) + " rows, G " + std::to_string(rows));
+    }
+    case 1: {
+      const std::uint64_t new_cols = cols > 1 && Coin(rng) ? cols - 1 : cols + 1 + Pick(rng, 3);
+      Resize2D(z, rows, new_cols);
+      return d.Write(r, "qzeros has " + std::to_string(new_cols) + " columns");
+    }
+    default: {  // out_features not a multiple of 32
+      codec::TensorWithBytes* q = d.Find(P + "qweight");
+      const std::uint64_t n = q->spec.shape[1] - 16;
+      Resize2D(q, q->spec.shape[0], n);
+      return d.Write(r, "out_features " + std::to_string(n) + " is not a multiple of 32");
+    }
+  }
+}
+
+Generated ViolateGptq105(const std::string& r, LayerCase& c, Rng& rng) {
+  Draft& d = c.d;
+  const GptqLayerParams& p = c.layer->params;
+  const std::string& P = c.layer->params.prefix;
+  codec::TensorWithBytes* s = d.Find(P + "scales");
+  const std::uint64_t rows = s->spec.shape[0], cols = s->spec.shape[1];
+  switch (Pick(rng, 4)) {
+    case 0: {
+      const std::uint64_t n = rows > 1 && Coin(rng) ? rows - 1 : rows + 1;
+      Resize2D(s, n, cols);
+      return d.Write(r, "scales has " + std::to_string(n) + " rows, G " + std::to_string(rows));
+    }
+    case 1: {
+      const std::uint64_t n = Coin(rng) ? cols - 1 : cols + 1;
+      Resize2D(s, rows, n);
+      return d.Write(r, "scales has " + std::to_string(n) + " columns");
+    }
+    case 2:
+      if (rows != cols) {
+        s->spec.shape = {cols, rows};
+        return d.Write(r, "scales stored transposed");
+      }
+      [[fallthrough]];
+    default: {
+      codec::TensorWithBytes* b = d.Find(P + "bias");
+      if (b == nullptr) {
+        d.tensors.push_back({{P + "bias", "F32", {u(p.out_features) + 1}, 0},
+                             FloatBytes(2, u(p.out_features) + 1, rng)});
+        return d.Write(r, "bias has N + 1 values");
+      }
+      const std::uint64_t n = Coin(rng) ? b->spec.shape[0] - 1 : b->spec.shape[0] + 1;
+      Resize1D(b, n);
+      return d.Write(r, "bias has " + std::to_string(n) + " values");
+    }
+  }
+}
+
+Generated ViolateGptq004(const std::string& r, LayerCase& c, Rng& rng) {
+  Draft& d = c.d;
+  const LayerInfo& layer = *c.layer;
+  const GptqLayerParams& p = c.layer->params;
+  const std::string& P = c.layer->params.prefix;
+  codec::TensorWithBytes* g = d.Find(P + "g_idx");
+  if (Coin(rng)) {
+    const std::uint64_t k = g->spec.shape[0];
+    const std::uint64_t delta = 1 + Pick(rng, 40);
+    const std::uint64_t n = Coin(rng) && k > delta ? k - delta : k + delta;
+    Resize1D(g, n);
+    return d.Write(r, "g_idx has " + std::to_string(n) + " entries, K " + std::to_string(k));
+  }
+  const std::int64_t G = layer.groups;
+  const std::int32_t bad = OneOf<std::int32_t>(
+      rng, {-1, static_cast<std::int32_t>(G), static_cast<std::int32_t>(G + 7),
+            std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()});
+  const std::uint64_t k = Pick(rng, u(p.in_features));
+  SetI32(g, k, bad);
+  return d.Write(r, "g_idx[" + std::to_string(k) + "] = " + std::to_string(bad) + " with G " +
+                        std::to_string(G));
+}
+
+Generated ViolateGptq106(const std::string& r, LayerCase& c, Rng& rng) {
+  Draft& d = c.d;
+  const LayerInfo& layer = *c.layer;
+  const GptqLayerParams& p = c.layer->params;
+  const std::string& P = c.layer->params.prefix;
+  codec::TensorWithBytes* s = d.Find(P + "scales");
+  const std::uint64_t count = u(layer.groups * p.out_features);
+  const std::uint64_t i = Pick(rng, count);
+  const std::uint64_t es = ElementSize(s->spec.dtype);
+  std::uint32_t v;
+  if (s->spec.dtype == "F16") {
+    v = OneOf<std::uint32_t>(rng, {0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xffff});
+  } else if (s->spec.dtype == "BF16") {
+    v = OneOf<std::uint32_t>(rng, {0x7f80, 0xff80, 0x7fc0, 0x7f81});
+  } else {
+    v = OneOf<std::uint32_t>(rng, {0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffffffffu});
+  }
+  for (std::uint64_t b = 0; b < es; ++b) s->bytes[i * es + b] = static_cast<std::uint8_t>(v >> (8 * b));
+  return d.Write(r, "scale " + std::to_string(i) + " is not finite");
+}
+
+Generated ViolateGptq107(const std::string& r, LayerCase&, Rng& rng) {  // its own v1 draft
+  Draft v1 = MakeDraft(rng, {.format = 0});
+  const LayerInfo& l = SomeLayer(v1, rng);
+  codec::TensorWithBytes* qz = v1.Find(l.params.prefix + "qzeros");
+  const std::uint64_t c = qz->spec.shape[1];
+  const std::uint64_t g = Pick(rng, qz->spec.shape[0]);
+  const std::int64_t n = static_cast<std::int64_t>(Pick(rng, u(l.params.out_features)));
+  // Field n of qzeros row g (continuous layout, bit n * b of the row
+  // stream): every bit set, so the decoded zero is 2^b.
+  for (int b = 0; b < l.params.bits; ++b) {
+    const std::int64_t bit = n * l.params.bits + b;
+    const std::uint64_t word = g * c + static_cast<std::uint64_t>(bit / 32);
+    qz->bytes[4 * word + static_cast<std::uint64_t>((bit % 32) / 8)] |=
+        static_cast<std::uint8_t>(1u << (bit % 8));
+  }
+  return v1.Write(r, "v1 zero field (" + std::to_string(g) + ", " + std::to_string(n) +
+                         ") is mask(b): zero 2^b");
+}
+
+// Rules -> builders, in the order GptqViolableRules lists them. A config
+// rule's builder makes its own draft; a layer rule's builder gets one valid
+// draft and one of its layers, drawn (MakeDraft, then SomeLayer) before it runs.
+struct ConfigRule {
+  const char* rule;
+  Generated (*build)(const std::string& r, Rng& rng);
+};
+constexpr ConfigRule kConfigRules[] = {
+    {"CFG-001", &ViolateCfg001},
+    {"CFG-002", &ViolateCfg002},
+    {"CFG-003", &ViolateCfg003},
+    {"GPTQ-005", &ViolateGptq005},
+    {"CFG-101", &ViolateCfg101},
+    {"CFG-004", &ViolateCfg004},
+    {"CFG-102", &ViolateCfg102},
+    {"CFG-005", &ViolateCfg005},
+    {"CFG-006", &ViolateCfg006},
+    {"CFG-007", &ViolateCfg007},
+    {"GPTQ-001", &ViolateGptq001},
+    {"CFG-008", &ViolateCfg008},
+    {"CFG-009", &ViolateCfg009},
+    {"CFG-010", &ViolateCfg010},
+};
+struct LayerRule {
+  const char* rule;
+  Generated (*build)(const std::string& r, LayerCase& c, Rng& rng);
+};
+constexpr LayerRule kLayerRules[] = {
+    {"GPTQ-101", &ViolateGptq101},
+    {"GPTQ-102", &ViolateGptq102},
+    {"GPTQ-103", &ViolateGptq103},
+    {"GPTQ-104", &ViolateGptq104},
+    {"GPTQ-002", &ViolateGptq002},
+    {"GPTQ-003", &ViolateGptq003},
+    {"GPTQ-105", &ViolateGptq105},
+    {"GPTQ-004", &ViolateGptq004},
+    {"GPTQ-106", &ViolateGptq106},
+    {"GPTQ-107", &ViolateGptq107},
+};
+
+}  // namespace
+
 std::vector<std::string> GptqViolableRules() {
-  return {"CFG-001", "CFG-002", "CFG-003", "GPTQ-005", "CFG-101", "CFG-004", "CFG-102",
-          "CFG-005", "CFG-006", "CFG-007", "GPTQ-001", "CFG-008", "CFG-009", "CFG-010",
-          "GPTQ-101", "GPTQ-102", "GPTQ-103", "GPTQ-104", "GPTQ-002", "GPTQ-003", "GPTQ-105",
-          "GPTQ-004", "GPTQ-106", "GPTQ-107"};
+  std::vector<std::string> rules;
+  for (const ConfigRule& c : kConfigRules) rules.emplace_back(c.rule);
+  for (const LayerRule& l : kLayerRules) rules.emplace_back(l.rule);
+  return rules;
 }
 
 Generated GptqViolation(std::string_view rule, Rng& rng) {
   const std::string r(rule);
-  // ---- config steps -------------------------------------------------------
-  if (r == "CFG-001") {
-    Draft d = MakeDraft(rng);
-    Source& s = d.sources[Pick(rng, d.sources.size())];
-    if (s.nested && Coin(rng)) {
-      s.top["quantization_config"] = OneOf<Json>(rng, {Json(4), Json("gptq"), Json::array(), Json(true)});
-      return d.Write(r, s.name + ": quantization_config is not an object");
-    }
-    const std::string text = s.top.dump();
-    std::string bad;
-    std::string what;
-    switch (Pick(rng, 11)) {
-      case 0: bad = text + ","; what = "trailing comma"; break;
-      case 1: bad = text.substr(0, text.size() - 1); what = "unterminated object"; break;
-      case 2: bad = "\xEF\xBB\xBF" + text; what = "byte order mark"; break;
-      case 3: bad = "{\"x\":1,\"x\":1," + text.substr(1); what = "duplicate key"; break;
-      case 4: bad = "[" + text + "]"; what = "top level is an array"; break;
-      case 5: bad = "{\"damp_percent\":NaN," + text.substr(1); what = "NaN literal"; break;
-      case 6: bad = "{\"damp_percent\":1e400," + text.substr(1); what = "number overflows binary64"; break;
-      case 7: bad = "{\"name\":\"\xff\"," + text.substr(1); what = "invalid UTF-8"; break;
-      case 8:
-        bad = "{\"deep\":" + std::string(80, '[') + std::string(80, ']') + "," + text.substr(1);
-        what = "nesting deeper than 64";
-        break;
-      case 9: bad = "{'bits':4}"; what = "single quotes"; break;
-      default: bad = ""; what = "empty file"; break;
-    }
-    s.use_raw = true;
-    s.raw = bad;
-    return d.Write(r, s.name + " is not strict JSON (" + what + ")");
+  for (const ConfigRule& c : kConfigRules) {
+    if (r == c.rule) return c.build(r, rng);
   }
-  if (r == "CFG-002") {
-    Draft d = MakeDraft(rng);
-    Source& s = d.sources[Pick(rng, d.sources.size())];
-    struct Bad {
-      const char* key;
-      std::vector<const char*> values;
-    };
-    const std::vector<Bad> bad = {
-        {"method", {"4", "true", "[\"gptq\"]"}},
-        {"quant_method", {"{}", "1.5"}},
-        {"format", {"2", "false"}},
-        {"checkpoint_format", {"[]", "0"}},
-        {"version", {"1", "{\"v\":2}"}},
-        {"bits", {"\"4\"", "4.0", "4e0", "true", "[4]", "9223372036854775808"}},
-        {"w_bit", {"4.5", "\"8\""}},
-        {"wbits", {"-4e0", "null1"}},
-        {"group_size", {"128.0", "\"128\"", "-1.0", "1e2"}},
-        {"q_group_size", {"false", "-9223372036854775809"}},
-        {"sym", {"\"true\"", "1", "0"}},
-        {"zero_point", {"\"false\"", "[]"}},
-        {"desc_act", {"0", "\"no\""}},
-        {"pack_dtype", {"32", "true"}},
-        {"is_marlin_format", {"\"false\"", "0"}},
-        {"dynamic", {"[]", "\"x\"", "1", "true"}},
-    };
-    const Bad& b = bad[Pick(rng, bad.size())];
-    std::string value = OneOf(rng, b.values);
-    if (value == std::string("null1")) value = "[null]";
-    s.Config()[b.key] = Json::parse(value);
-    return d.Write(r, s.name + ": " + b.key + " = " + value + " has the wrong JSON type");
+  LayerCase c{MakeDraft(rng)};
+  c.layer = &SomeLayer(c.d, rng);
+  for (const LayerRule& l : kLayerRules) {
+    if (r == l.rule) return l.build(r, c, rng);
   }
-  if (r == "CFG-003") {
-    Draft d = MakeDraft(rng, {.sources = 1});
-    switch (Pick(rng, 3)) {
-      case 0: d.sources.clear(); return d.Write(r, "no config source");
-      case 1:
-        d.sources = {NestedSource(Json(nullptr), rng)};
-        return d.Write(r, "config.json with quantization_config null only");
-      default:
-        d.sources = {NestedSource(Json::object(), rng)};
-        d.sources[0].top.erase("quantization_config");
-        return d.Write(r, "config.json without quantization_config only");
-    }
-  }
-  if (r == "GPTQ-005") {
-    Draft d = MakeDraft(rng);
-    Json& w = d.Winner();
-    const int v = static_cast<int>(Pick(rng, 5));
-    if (v == 4) {
-      w["is_marlin_format"] = true;
-    } else {
-      const char* keys[] = {"method", "quant_method", "format", "checkpoint_format"};
-      w[keys[v]] = "marlin";
-    }
-    return d.Write(r, "winning config says marlin");
-  }
-  if (r == "CFG-101") {
-    Draft d = MakeDraft(rng);
-    d.Winner()["is_marlin_format"] = false;
-    return d.Write(r, "winning config has is_marlin_format false");
-  }
-  if (r == "CFG-004") {
-    Draft d = MakeDraft(rng);
-    Json& w = d.Winner();
-    switch (Pick(rng, 4)) {
-      case 0: {
-        EraseGroup(w, kMethodKeys);
-        const bool first_gptq = Coin(rng);
-        w["method"] = first_gptq ? "gptq" : "awq";
-        w["quant_method"] = first_gptq ? "awq" : "gptq";
-        return d.Write(r, "method and quant_method disagree");
-      }
-      case 1: {
-        EraseGroup(w, kFormatKeys);
-        const int a = static_cast<int>(Pick(rng, 3));
-        const int b = (a + 1 + static_cast<int>(Pick(rng, 2))) % 3;
-        std::vector<std::string> keys = kFormatKeys;
-        std::shuffle(keys.begin(), keys.end(), rng);
-        w[keys[0]] = keys[0] == "version" ? RandomCase(kFormatNames[a], rng) : kFormatNames[a];
-        w[keys[1]] = keys[1] == "version" ? RandomCase(kFormatNames[b], rng) : kFormatNames[b];
-        return d.Write(r, "format aliases disagree");
-      }
-      case 2: {
-        EraseGroup(w, kBitsKeys);
-        std::vector<std::string> keys = kBitsKeys;
-        std::shuffle(keys.begin(), keys.end(), rng);
-        w[keys[0]] = d.bits;
-        w[keys[1]] = d.bits == 8 ? 4 : 8;
-        return d.Write(r, "bits aliases disagree");
-      }
-      default:
-        EraseGroup(w, kGroupKeys);
-        w["group_size"] = d.group_size;
-        w["q_group_size"] = d.group_size == 64 ? 128 : 64;
-        if (Coin(rng)) std::swap(w["group_size"], w["q_group_size"]);
-        return d.Write(r, "group_size and q_group_size disagree");
-    }
-  }
-  if (r == "CFG-102") {
-    Draft d = MakeDraft(rng);
-    if (Coin(rng) || d.sources.size() < 2) {
-      Json& w = d.Winner();
-      const bool v = Coin(rng);
-      w["sym"] = v;
-      w["zero_point"] = v;
-      return d.Write(r, "sym and zero_point say the same value");
-    }
-    Json& w = d.Winner();
-    Json& other = d.sources[1].Config();
-    const char* key = Coin(rng) ? "sym" : "desc_act";
-    const bool v = Coin(rng);
-    w.erase("zero_point");
-    other.erase("zero_point");
-    w[key] = v;
-    other[key] = !v;
-    return d.Write(r, std::string("config sources disagree on ") + key);
-  }
-  if (r == "CFG-005") {
-    Draft d = MakeDraft(rng);
-    Json& w = d.Winner();
-    if (Coin(rng)) {
-      EraseGroup(w, kMethodKeys);
-      w[OneOf(rng, kMethodKeys)] = OneOf<std::string>(rng, {"awq", "GPTQ", "bitsandbytes", "", "gptq "});
-      return d.Write(r, "method is not gptq");
-    }
-    EraseGroup(w, kFormatKeys);
-    const std::string key = OneOf(rng, kFormatKeys);
-    w[key] = key == "version" ? OneOf<std::string>(rng, {"GEMM", "gemv", "gptq-v2", "v2"})
-                              : OneOf<std::string>(rng, {"gptq_v3", "GPTQ", "awq", "gptq_marlin", "bitblas"});
-    return d.Write(r, "format is not gptq, gptq_v2 or gptq_p");
-  }
-  if (r == "CFG-006") {
-    Draft d = MakeDraft(rng);
-    Json& w = d.Winner();
-    const auto& keys = Coin(rng) ? kBitsKeys : kGroupKeys;
-    EraseGroup(w, keys);
-    if (Coin(rng)) w[OneOf(rng, keys)] = nullptr;
-    return d.Write(r, "winning config lacks " + keys[0]);
-  }
-  if (r == "CFG-007") {
-    Draft d = MakeDraft(rng);
-    Json& w = d.Winner();
-    const std::int64_t gs =
-        OneOf<std::int64_t>(rng, {0, -2, -128, std::numeric_limits<std::int64_t>::min()});
-    bool any = false;
-    for (const auto& k : kGroupKeys) {
-      if (w.contains(k) && !w[k].is_null()) {
-        w[k] = gs;
-        any = true;
-      }
-    }
-    if (!any) w["group_size"] = gs;
-    return d.Write(r, "group_size " + std::to_string(gs));
-  }
-  if (r == "GPTQ-001") {
-    Draft d = MakeDraft(rng);
-    Json& w = d.Winner();
-    const int bits = d.format == 2 ? OneOf<int>(rng, {0, 1, 9, 16, 32, -1})
-                                   : OneOf<int>(rng, {0, 1, 5, 6, 7, 9, 16, -4});
-    bool any = false;
-    for (const auto& k : kBitsKeys) {
-      if (w.contains(k) && !w[k].is_null()) {
-        w[k] = bits;
-        any = true;
-      }
-    }
-    if (!any) w["bits"] = bits;
-    return d.Write(r, std::string(kFormatNames[d.format]) + " with bits " + std::to_string(bits));
-  }
-  if (r == "CFG-008") {
-    Draft d = MakeDraft(rng);
-    d.Winner()["pack_dtype"] = OneOf<std::string>(rng, {"int16", "int8", "int64", "uint32", "INT32", ""});
-    return d.Write(r, "pack_dtype is not int32");
-  }
-  if (r == "CFG-009") {
-    Draft d = MakeDraft(rng);
-    d.Winner()["dynamic"] = Coin(rng) ? Json{{"-:.*lm_head", Json::object()}}
-                                      : Json{{"+:.*down_proj.*", Json{{"bits", 8}}}};
-    return d.Write(r, "dynamic is a non-empty object");
-  }
-  if (r == "CFG-010") {
-    Draft d = MakeDraft(rng, {.sources = 2});
-    Json& w = d.Winner();
-    Json& other = d.sources[1].Config();
-    switch (Pick(rng, 4)) {
-      case 0:
-        EraseGroup(other, kMethodKeys);
-        other[OneOf(rng, kMethodKeys)] = OneOf<std::string>(rng, {"awq", "marlin", "GPTQ"});
-        return d.Write(r, "the other source's method differs");
-      case 1: {
-        // Both spell the format out; the other says another one (or defaults
-        // to gptq where the winner is v2 / planar).
-        EraseGroup(other, kFormatKeys);
-        if (d.format != 0 && Coin(rng)) return d.Write(r, "the other source's format defaults to gptq");
-        const int f = (d.format + 1 + static_cast<int>(Pick(rng, 2))) % 3;
-        other[OneOf(rng, kFormatKeys)] = kFormatNames[f];
-        return d.Write(r, "the other source's format differs");
-      }
-      case 2:
-        EraseGroup(other, kBitsKeys);
-        other[OneOf(rng, kBitsKeys)] = d.bits == 4 ? 8 : 4;
-        return d.Write(r, "the other source's bits differ");
-      default: {
-        EraseGroup(other, kGroupKeys);
-        const std::int64_t gs = d.group_size == 128 ? 64 : 128;
-        other[OneOf(rng, kGroupKeys)] = gs;
-        (void)w;
-        return d.Write(r, "the other source's group_size differs");
-      }
-    }
-  }
-  // ---- layer steps --------------------------------------------------------
-  Draft d = MakeDraft(rng);
-  const LayerInfo& layer = SomeLayer(d, rng);
-  const GptqLayerParams& p = layer.params;
-  const std::string P = p.prefix;
-  const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
-  if (r == "GPTQ-101") {
-    if (Coin(rng, 4)) {
-      const char* member = OneOf<const char*>(rng, {"qzeros", "scales", "g_idx", "qweight"});
-      d.tensors.push_back({{"model.layers.77.mlp.gate_proj." + std::string(member), "I32", {2, 4}, 0},
-                           std::vector<std::uint8_t>(32, 0)});
-      return d.Write(r, std::string("a lone ") + member + " makes an incomplete layer");
-    }
-    const char* member = OneOf<const char*>(rng, {"qweight", "qzeros", "scales", "g_idx"});
-    d.Remove(P + member);
-    return d.Write(r, std::string("layer without ") + member);
-  }
-  if (r == "GPTQ-102") {
-    d.tensors.push_back({{P + "weight", "F16", {u(p.out_features), 4}, 0},
-                         FloatBytes(0, u(p.out_features) * 4, rng)});
-    if (Coin(rng)) std::shuffle(d.tensors.begin(), d.tensors.end(), rng);
-    return d.Write(r, "dense weight beside the layer");
-  }
-  if (r == "GPTQ-103") {
-    const std::string x = OneOf<std::string>(rng, {"perm", "wf", "qweight_t", "scales2", "g_idx_inv",
-                                                    "zeros", "bias_", "Weight"});
-    if (Coin(rng)) {
-      d.tensors.push_back({{P + x, "F32", {3}, 0}, FloatBytes(2, 3, rng)});
-    } else {
-      d.tensors.push_back({{P + x, "I32", {2}, 0}, WordsBytes({7, -7})});
-    }
-    if (Coin(rng)) std::shuffle(d.tensors.begin(), d.tensors.end(), rng);
-    return d.Write(r, "unknown sibling " + P + x);
-  }
-  if (r == "GPTQ-104") {
-    const std::vector<std::string> members = p.bias_dtype >= 0
-        ? std::vector<std::string>{"qweight", "qzeros", "scales", "g_idx", "bias"}
-        : std::vector<std::string>{"qweight", "qzeros", "scales", "g_idx"};
-    const std::string member = OneOf(rng, members);
-    codec::TensorWithBytes* t = d.Find(P + member);
-    const bool dtype = Coin(rng);
-    if (dtype) {
-      const std::uint64_t es = ElementSize(t->spec.dtype);
-      std::vector<std::string> same_size;
-      if (member == "scales" || member == "bias") {
-        same_size = es == 2 ? std::vector<std::string>{"I16", "U16"} : std::vector<std::string>{"I32", "U32"};
-      } else {
-        same_size = {"F32", "U32"};
-      }
-      if (Coin(rng, 3)) {  // a wider dtype: F64 / I64 with the values widened
-        const std::string wide = member == "scales" || member == "bias" ? "F64" : "I64";
-        t->spec.dtype = wide;
-        std::vector<std::uint8_t> bytes(t->bytes.size() / es * 8, 0);
-        for (std::size_t i = 0; i < t->bytes.size() / es; ++i) bytes[8 * i] = t->bytes[es * i];
-        t->bytes = std::move(bytes);
-      } else {
-        t->spec.dtype = OneOf(rng, same_size);
-      }
-      return d.Write(r, P + member + " has dtype " + t->spec.dtype);
-    }
-    std::vector<std::uint64_t> shape = t->spec.shape;
-    std::uint64_t count = 1;
-    for (auto s : shape) count *= s;
-    if (shape.size() == 1) {
-      shape = Coin(rng) ? std::vector<std::uint64_t>{count, 1} : std::vector<std::uint64_t>{1, count};
-    } else {
-      switch (Pick(rng, 3)) {
-        case 0: shape = {count}; break;
-        case 1: shape = {1, shape[0], shape[1]}; break;
-        default: shape = {shape[0], shape[1], 1}; break;
-      }
-    }
-    t->spec.shape = shape;
-    return d.Write(r, P + member + " has rank " + std::to_string(shape.size()));
-  }
-  if (r == "GPTQ-002") {
-    // qweight rows off by d, 1 <= d < bits: Kq is then undefined or not a
-    // multiple of 32, so K is Kg (the true K) with the wrong row count, or
-    // Kq itself fails the multiple of 32.
-    codec::TensorWithBytes* t = d.Find(P + "qweight");
-    const std::uint64_t rows = t->spec.shape[0];
-    const std::uint64_t delta = 1 + Pick(rng, static_cast<std::uint64_t>(p.bits - 1));
-    const std::uint64_t new_rows = Coin(rng) ? rows + delta : rows - delta;
-    Resize2D(t, new_rows, t->spec.shape[1]);
-    return d.Write(r, "qweight has " + std::to_string(new_rows) + " rows instead of " +
-                          std::to_string(rows));
-  }
-  if (r == "GPTQ-003") {
-    codec::TensorWithBytes* z = d.Find(P + "qzeros");
-    const std::uint64_t rows = z->spec.shape[0], cols = z->spec.shape[1];
-    switch (Pick(rng, 3)) {
-      case 0: {
-        const std::uint64_t new_rows = rows > 1 && Coin(rng) ? rows - 1 : rows + 1;
-        Resize2D(z, new_rows, cols);
-        return d.Write(r, "qzeros has " + std::to_string(new_rows) + " rows, G " + std::to_string(rows));
-      }
-      case 1: {
-        const std::uint64_t new_cols = cols > 1 && Coin(rng) ? cols - 1 : cols + 1 + Pick(rng, 3);
-        Resize2D(z, rows, new_cols);
-        return d.Write(r, "qzeros has " + std::to_string(new_cols) + " columns");
-      }
-      default: {  // out_features not a multiple of 32
-        codec::TensorWithBytes* q = d.Find(P + "qweight");
-        const std::uint64_t n = q->spec.shape[1] - 16;
-        Resize2D(q, q->spec.shape[0], n);
-        return d.Write(r, "out_features " + std::to_string(n) + " is not a multiple of 32");
-      }
-    }
-  }
-  if (r == "GPTQ-105") {
-    codec::TensorWithBytes* s = d.Find(P + "scales");
-    const std::uint64_t rows = s->spec.shape[0], cols = s->spec.shape[1];
-    switch (Pick(rng, 4)) {
-      case 0: {
-        const std::uint64_t n = rows > 1 && Coin(rng) ? rows - 1 : rows + 1;
-        Resize2D(s, n, cols);
-        return d.Write(r, "scales has " + std::to_string(n) + " rows, G " + std::to_string(rows));
-      }
-      case 1: {
-        const std::uint64_t n = Coin(rng) ? cols - 1 : cols + 1;
-        Resize2D(s, rows, n);
-        return d.Write(r, "scales has " + std::to_string(n) + " columns");
-      }
-      case 2:
-        if (rows != cols) {
-          s->spec.shape = {cols, rows};
-          return d.Write(r, "scales stored transposed");
-        }
-        [[fallthrough]];
-      default: {
-        codec::TensorWithBytes* b = d.Find(P + "bias");
-        if (b == nullptr) {
-          d.tensors.push_back({{P + "bias", "F32", {u(p.out_features) + 1}, 0},
-                               FloatBytes(2, u(p.out_features) + 1, rng)});
-          return d.Write(r, "bias has N + 1 values");
-        }
-        const std::uint64_t n = Coin(rng) ? b->spec.shape[0] - 1 : b->spec.shape[0] + 1;
-        Resize1D(b, n);
-        return d.Write(r, "bias has " + std::to_string(n) + " values");
-      }
-    }
-  }
-  if (r == "GPTQ-004") {
-    codec::TensorWithBytes* g = d.Find(P + "g_idx");
-    if (Coin(rng)) {
-      const std::uint64_t k = g->spec.shape[0];
-      const std::uint64_t delta = 1 + Pick(rng, 40);
-      const std::uint64_t n = Coin(rng) && k > delta ? k - delta : k + delta;
-      Resize1D(g, n);
-      return d.Write(r, "g_idx has " + std::to_string(n) + " entries, K " + std::to_string(k));
-    }
-    const std::int64_t G = layer.groups;
-    const std::int32_t bad = OneOf<std::int32_t>(
-        rng, {-1, static_cast<std::int32_t>(G), static_cast<std::int32_t>(G + 7),
-              std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()});
-    const std::uint64_t k = Pick(rng, u(p.in_features));
-    SetI32(g, k, bad);
-    return d.Write(r, "g_idx[" + std::to_string(k) + "] = " + std::to_string(bad) + " with G " +
-                          std::to_string(G));
-  }
-  if (r == "GPTQ-106") {
-    codec::TensorWithBytes* s = d.Find(P + "scales");
-    const std::uint64_t count = u(layer.groups * p.out_features);
-    const std::uint64_t i = Pick(rng, count);
-    const std::uint64_t es = ElementSize(s->spec.dtype);
-    std::uint32_t v;
-    if (s->spec.dtype == "F16") {
-      v = OneOf<std::uint32_t>(rng, {0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xffff});
-    } else if (s->spec.dtype == "BF16") {
-      v = OneOf<std::uint32_t>(rng, {0x7f80, 0xff80, 0x7fc0, 0x7f81});
-    } else {
-      v = OneOf<std::uint32_t>(rng, {0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffffffffu});
-    }
-    for (std::uint64_t b = 0; b < es; ++b) s->bytes[i * es + b] = static_cast<std::uint8_t>(v >> (8 * b));
-    return d.Write(r, "scale " + std::to_string(i) + " is not finite");
-  }
-  if (r == "GPTQ-107") {
-    Draft v1 = MakeDraft(rng, {.format = 0});
-    const LayerInfo& l = SomeLayer(v1, rng);
-    codec::TensorWithBytes* qz = v1.Find(l.params.prefix + "qzeros");
-    const std::uint64_t c = qz->spec.shape[1];
-    const std::uint64_t g = Pick(rng, qz->spec.shape[0]);
-    const std::int64_t n = static_cast<std::int64_t>(Pick(rng, u(l.params.out_features)));
-    // Field n of qzeros row g (continuous layout, bit n * b of the row
-    // stream): every bit set, so the decoded zero is 2^b.
-    for (int b = 0; b < l.params.bits; ++b) {
-      const std::int64_t bit = n * l.params.bits + b;
-      const std::uint64_t word = g * c + static_cast<std::uint64_t>(bit / 32);
-      qz->bytes[4 * word + static_cast<std::uint64_t>((bit % 32) / 8)] |=
-          static_cast<std::uint8_t>(1u << (bit % 8));
-    }
-    return v1.Write(r, "v1 zero field (" + std::to_string(g) + ", " + std::to_string(n) +
-                           ") is mask(b): zero 2^b");
-  }
-  return d.Write("", "unknown rule " + r + ": a valid file");
+  return c.d.Write("", "unknown rule " + r + ": a valid file");
 }
 
 }  // namespace qd::gen

@@ -16,8 +16,6 @@
 namespace qd::gen {
 namespace {
 
-using harness::Generated;
-using harness::Rng;
 using Bytes = std::vector<std::uint8_t>;
 using Layout = PtTensorData::Layout;
 using O = PtObject;

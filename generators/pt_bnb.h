@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/registry.h"
+#include "generators/generated.h"
 
 namespace qd::gen {
 
@@ -17,7 +17,7 @@ std::vector<std::string> PtBnbViolableRules();
 // A .pt file (random state dict content plus bitsandbytes layers) that
 // breaks `rule` in one layer, list layout (docs/pt.md 7.4) or HF / GPT-QModel /
 // int8 tensors (docs/bnb.md), with no earlier check of either page failing.
-harness::Generated PtBnbViolation(const std::string& rule, harness::Rng& rng);
+Generated PtBnbViolation(const std::string& rule, Rng& rng);
 
 }  // namespace qd::gen
 

@@ -11,8 +11,6 @@
 namespace qd::gen {
 namespace {
 
-using harness::Generated;
-using harness::Rng;
 
 
 const char* DtypeName(int bits) { return bits == 4 ? "Q4B32" : "Q8B32"; }

@@ -11,8 +11,6 @@
 namespace qd::gen {
 namespace {
 
-using harness::Generated;
-using harness::Rng;
 
 // Non-block dtypes with their bit widths (the writer must fill whole bytes).
 struct PlainDtype {

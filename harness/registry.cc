@@ -3,12 +3,14 @@
 #include <algorithm>
 
 #include "codecs/bnb.h"
+#include "codecs/bnb_pt_layers.h"
 #include "codecs/gptq.h"
 #include "codecs/pt.h"
 #include "codecs/rbq.h"
 #include "codecs/safetensors.h"
 #include "generators/generators.h"
 #include "oracles/bnb.h"
+#include "oracles/bnb_pt_layers.h"
 #include "oracles/gptq.h"
 #include "oracles/pt.h"
 #include "oracles/rbq.h"
@@ -149,24 +151,72 @@ bool ClaimsRbq(qd::ByteView file) {
 
 const std::vector<FormatEntry>& Formats() {
   static const std::vector<FormatEntry> formats = {
-      {"rbq", {"RBQ-"}, "rabbit-infer Q4B32 / Q8B32 block formats (spec 002)",
-       &CodecRbq, &StreamRbq, &CheckRbq, &OracleRbq, &ClaimsRbq, &oracle::IsRbqFile, &gen::RbqValid,
-       &gen::RbqViolableRules, &gen::RbqViolation},
-      {"bnb", {"BNB-"}, "bitsandbytes 4-bit NF4/FP4, 8-bit blockwise, int8 row-scaled (spec 000)",
-       &CodecBnb, &StreamBnb, &CheckBnb, &OracleBnb, &ClaimsBnb, &oracle::IsBnbFile, &gen::BnbValid,
-       &gen::BnbViolableRules, &gen::BnbViolation, &BnbVariants},
-      {"gptq", {"GPTQ-", "CFG-"},
-       "GPTQ v1 / v2 continuous pack and planar GPTQ_P with quantize configs (specs 001, 004)",
-       &CodecGptq, &StreamGptq, &CheckGptq, &OracleGptq, &ClaimsGptq, &oracle::IsGptqFile, &gen::GptqValid,
-       &gen::GptqViolableRules, &gen::GptqViolation},
+      {.name = "rbq",
+       .rule_prefixes = {"RBQ-"},
+       .summary = "rabbit-infer Q4B32 / Q8B32 block formats (spec 002)",
+       .codec_read = &CodecRbq,
+       .codec_stream = &StreamRbq,
+       .codec_check = &CheckRbq,
+       .oracle_read = &OracleRbq,
+       .claims = &ClaimsRbq,
+       .oracle_claims = &oracle::IsRbqFile,
+       .generate_valid = &gen::RbqValid,
+       .violable_rules = &gen::RbqViolableRules,
+       .generate_violation = &gen::RbqViolation},
+      {.name = "bnb",
+       .rule_prefixes = {"BNB-"},
+       .summary = "bitsandbytes 4-bit NF4/FP4, 8-bit blockwise, int8 row-scaled (spec 000)",
+       .codec_read = &CodecBnb,
+       .codec_stream = &StreamBnb,
+       .codec_check = &CheckBnb,
+       .oracle_read = &OracleBnb,
+       .claims = &ClaimsBnb,
+       .oracle_claims = &oracle::IsBnbFile,
+       .generate_valid = &gen::BnbValid,
+       .violable_rules = &gen::BnbViolableRules,
+       .generate_violation = &gen::BnbViolation,
+       .variants = &BnbVariants},
+      {.name = "gptq",
+       .rule_prefixes = {"GPTQ-", "CFG-"},
+       .summary = "GPTQ v1 / v2 continuous pack and planar GPTQ_P with quantize configs (specs 001, 004)",
+       .codec_read = &CodecGptq,
+       .codec_stream = &StreamGptq,
+       .codec_check = &CheckGptq,
+       .oracle_read = &OracleGptq,
+       .claims = &ClaimsGptq,
+       .oracle_claims = &oracle::IsGptqFile,
+       .generate_valid = &gen::GptqValid,
+       .violable_rules = &gen::GptqViolableRules,
+       .generate_violation = &gen::GptqViolation},
       // Its own container (a ZIP or a legacy pickle, never a safetensors
       // header): after the safetensors formats, whose claims need a header.
-      {"pt", {"PT-"}, "torch .pt/.bin (torch.save zip, allow-listed pickle subset), docs/pt.md",
-       &CodecPt, &StreamPt, &CheckPt, &OraclePt, &ClaimsPt, &oracle::IsPtFile, &gen::PtValid, &gen::PtViolableRules,
-       &gen::PtViolation, &PtVariants, ".pt", {"BNB-"}},
-      {"safetensors", {"ST-"}, "safetensors container", &CodecSafetensors, &StreamSafetensors, &CheckSafetensors,
-       &OracleSafetensors, &ClaimsAny, &ClaimsAny, &gen::SafetensorsValid,
-       &gen::SafetensorsViolableRules, &gen::SafetensorsViolation},
+      {.name = "pt",
+       .rule_prefixes = {"PT-"},
+       .summary = "torch .pt/.bin (torch.save zip, allow-listed pickle subset), docs/pt.md",
+       .codec_read = &CodecPt,
+       .codec_stream = &StreamPt,
+       .codec_check = &CheckPt,
+       .oracle_read = &OraclePt,
+       .claims = &ClaimsPt,
+       .oracle_claims = &oracle::IsPtFile,
+       .generate_valid = &gen::PtValid,
+       .violable_rules = &gen::PtViolableRules,
+       .generate_violation = &gen::PtViolation,
+       .variants = &PtVariants,
+       .file_extension = ".pt",
+       .hosted_prefixes = {"BNB-"}},
+      {.name = "safetensors",
+       .rule_prefixes = {"ST-"},
+       .summary = "safetensors container",
+       .codec_read = &CodecSafetensors,
+       .codec_stream = &StreamSafetensors,
+       .codec_check = &CheckSafetensors,
+       .oracle_read = &OracleSafetensors,
+       .claims = &ClaimsAny,
+       .oracle_claims = &ClaimsAny,
+       .generate_valid = &gen::SafetensorsValid,
+       .violable_rules = &gen::SafetensorsViolableRules,
+       .generate_violation = &gen::SafetensorsViolation},
   };
   return formats;
 }

@@ -11,29 +11,21 @@
 #ifndef QUANTDIFF_HARNESS_REGISTRY_H_
 #define QUANTDIFF_HARNESS_REGISTRY_H_
 
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "codecs/decode_sink.h"
+#include "generators/generated.h"
 #include "quantdiff/plain_data.h"
 
 namespace qd::harness {
 
-using Rng = std::mt19937_64;
+// The generators' instance and random source (generators/generated.h), by
+// the names every front end uses.
+using Rng = gen::Rng;
+using Generated = gen::Generated;
 using SideFiles = std::vector<qd::SideFile>;
-
-// A generated instance: file bytes and the rule it was built to violate
-// ("" for a valid instance, which both readers must accept).
-struct Generated {
-  std::vector<std::uint8_t> bytes;
-  std::string expected_rule;
-  std::string description;
-  // Files the readers are given beside bytes (a GPTQ quantize config), in
-  // priority order; empty for formats that need none.
-  std::vector<qd::SideFile> side_files;
-};
 
 // A documented upstream variant that applies to a file: another output a
 // reader may give without being wrong (exported as a flag in the vectors).

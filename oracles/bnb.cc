@@ -676,8 +676,8 @@ bool CheckStatisticsFinite(const Context& ctx, const LayerPlan& plan, Reporter& 
 
 // ---------------------------------------------------------------------------
 // Section 6a: the list layout's state (docs/pt.md 7.3 and 7.4 step 2),
-// mapped onto the QuantState the JSON text fills, so that the 4-bit steps
-// 3..14 below run once for both.
+// mapped by the container's side (BnbTable::map_list) onto the QuantState
+// the JSON text fills, so that the 4-bit steps 3..14 below run once for both.
 
 // What the list says beyond QuantState, for 7.4 step 7.
 struct ListExtras {
@@ -685,40 +685,10 @@ struct ListExtras {
   bool nested_of_nested = false;  // nested2 True, or offset2 / state2b not None
 };
 
-bool IsSequence(const PtValueNode& node) {
-  return node.kind == PtValueKind::kTuple || node.kind == PtValueKind::kList;
-}
-
-// docs/pt.md 7.3: "int" is an int value >= 0 (a bool is not an int).
-bool IsListInt(const PtValueNode& node) {
-  return node.kind == PtValueKind::kInt && node.integer >= 0;
-}
-
-// S[1]: a Size, tuple or list of ints.
-bool ListShape(const PtValueGraph& graph, const PtValueNode& node,
-               std::vector<std::uint64_t>* shape) {
-  shape->clear();
-  if (node.kind == PtValueKind::kSize) {
-    for (const std::int64_t value : node.ints) {
-      if (value < 0) return false;
-      shape->push_back(static_cast<std::uint64_t>(value));
-    }
-    return true;
-  }
-  if (!IsSequence(node)) return false;
-  for (const std::uint32_t item : node.items) {
-    if (!IsListInt(graph.nodes[item])) return false;
-    shape->push_back(static_cast<std::uint64_t>(graph.nodes[item].integer));
-  }
-  return true;
-}
-
-// A tensor item of the list as a BnbTensor named for findings (7.3:
-// W.quant_state[i], W.quant_state[4][0], W.quant_state[4][1][j]); the plan
-// owns it.
-const BnbTensor* AddPiece(const Context& ctx, std::uint32_t node, const std::string& name,
-                          LayerPlan* plan) {
-  plan->pieces.push_back(std::make_unique<BnbTensor>(ctx.table->value_tensor(node, name)));
+// A piece of the list, owned by the plan from now on (null stays null).
+const BnbTensor* KeepPiece(std::unique_ptr<BnbTensor> piece, LayerPlan* plan) {
+  if (piece == nullptr) return nullptr;
+  plan->pieces.push_back(std::move(piece));
   return plan->pieces.back().get();
 }
 
@@ -726,116 +696,36 @@ const BnbTensor* AddPiece(const Context& ctx, std::uint32_t node, const std::str
 // the pieces and *extras.
 bool ParseListState(const Context& ctx, const StateClaim& claim, LayerPlan* plan,
                     ListExtras* extras, Reporter& report) {
-  const PtValueGraph& graph = *ctx.table->values;
-  const std::string& list_name = claim.tensor;  // W.quant_state
-  const auto node = [&graph](std::uint32_t index) -> const PtValueNode& {
-    return graph.nodes[index];
-  };
-  const auto fail = [&](const char* field, std::int64_t offset, const std::string& message) {
-    return report.Error("BNB-101", list_name, field, offset, message);
-  };
-  const std::vector<std::uint32_t>& s = node(claim.node).items;
-
-  // a. (field quant_state) the outer list's items.
-  if (s.size() != 6 && s.size() != 7) {
-    return fail("quant_state", ctx.header,
-                "the list state has " + std::to_string(s.size()) + " items, 6 or 7 are needed");
-  }
-  if (node(s[0]).kind != PtValueKind::kTensor) {
-    return fail("quant_state", ctx.header, "item 0 (absmax) of the list state is not a tensor");
-  }
-  std::vector<std::uint64_t> shape;
-  if (!ListShape(graph, node(s[1]), &shape)) {
-    return fail("quant_state", ctx.header,
-                "item 1 (shape) of the list state is not a Size, tuple or list of ints");
-  }
-  if (node(s[2]).kind != PtValueKind::kDtype) {
-    return fail("quant_state", ctx.header, "item 2 (dtype) of the list state is not a dtype");
-  }
-  if (!IsListInt(node(s[3]))) {
-    return fail("quant_state", ctx.header, "item 3 (blocksize) of the list state is not an int");
-  }
-  const PtValueNode& s4 = node(s[4]);
-  const bool nested = s4.kind != PtValueKind::kNone;
-  if (nested && (!IsSequence(s4) || s4.items.size() != 2)) {
-    return fail("quant_state", ctx.header,
-                "item 4 of the list state is neither None nor [offset, state2]");
-  }
-  if (node(s[5]).kind != PtValueKind::kStr) {
-    return fail("quant_state", ctx.header, "item 5 (quant_type) of the list state is not a str");
-  }
-  if (s.size() == 7 && node(s[6]).kind != PtValueKind::kTensor) {
-    return fail("quant_state", ctx.header, "item 6 (quant_map) of the list state is not a tensor");
+  BnbListMapping mapped = ctx.table->map_list(claim.node, claim.tensor);
+  plan->absmax = KeepPiece(std::move(mapped.absmax), plan);
+  plan->quant_map = KeepPiece(std::move(mapped.quant_map), plan);
+  KeepPiece(std::move(mapped.offset_tensor), plan);
+  plan->nested_absmax = KeepPiece(std::move(mapped.nested_absmax), plan);
+  plan->nested_quant_map = KeepPiece(std::move(mapped.nested_quant_map), plan);
+  if (mapped.refused) {
+    return report.Error("BNB-101", claim.tensor, mapped.field.c_str(), mapped.offset, mapped.message);
   }
   QuantState& state = plan->state;
-  state.quant_type = node(s[5]).text;
-  state.blocksize = static_cast<std::uint64_t>(node(s[3]).integer);
-  state.dtype = node(s[2]).text;
+  state.quant_type = mapped.quant_type;
+  state.blocksize = mapped.blocksize;
+  state.dtype = mapped.dtype;
   state.has_shape = true;
-  state.shape = shape;
-  plan->absmax = AddPiece(ctx, s[0], list_name + "[0]", plan);
-  if (s.size() == 7) plan->quant_map = AddPiece(ctx, s[6], list_name + "[6]", plan);
-  plan->nested = nested;  // 7.3: nested exactly when S[4] is not None
-  if (!nested) return true;
-
-  // b. (field nested_offset) a floating tensor of one element or a float,
-  // finite in binary32.
-  const std::uint32_t offset_node = s4.items[0];
-  const PtValueNode& offset = node(offset_node);
-  std::uint64_t offset_count = 0;
-  if (offset.kind == PtValueKind::kTensor && IsFloatDtype(offset.dtype) &&
-      ElementCount(offset.shape, &offset_count) && offset_count == 1) {
-    const BnbTensor* piece = AddPiece(ctx, offset_node, list_name + "[4][0]", plan);
-    // Converted to binary32 as docs/pt.md 6.3 does (F64 rounded to even).
-    const float value = FloatElement(piece->dtype, ctx.Data(*piece), 0);
-    if (!IsFinite(value)) {
-      // A value of a piece tensor is at fault: its element offset (7.4).
-      return fail("nested_offset", ctx.Offset(*piece, 0),
-                  "the nested offset W.quant_state[4][0] is not finite in binary32");
-    }
-    state.nested_offset = static_cast<double>(value);  // exact; decoding narrows it back
-  } else if (offset.kind == PtValueKind::kFloat) {
-    // Rounded to binary32 at decoding, as docs/bnb.md's fl32 of the JSON number.
-    if (!IsFinite(static_cast<float>(offset.number))) {
-      return fail("nested_offset", ctx.header,
-                  "the nested offset W.quant_state[4][0] is not finite in binary32");
-    }
-    state.nested_offset = offset.number;
-  } else {
-    return fail("nested_offset", ctx.header,
-                "the nested offset W.quant_state[4][0] is neither a floating tensor of one "
-                "element nor a float");
-  }
+  state.shape = mapped.shape;
+  plan->nested = mapped.nested;  // 7.3: nested exactly when S[4] is not None
+  if (!mapped.nested) return true;
+  state.nested_offset = *mapped.nested_offset;
   state.has_nested_offset = true;
   state.has_nested_key = true;
-
-  // c. (field quant_state) state2: quantize_blockwise's 7 items, or the
-  // docstring's 6 (refused at step 7: it has no code).
-  const PtValueNode& state2 = node(s4.items[1]);
-  if (!IsSequence(state2) || (state2.items.size() != 6 && state2.items.size() != 7)) {
-    return fail("quant_state", ctx.header,
-                "state2 (item 4[1]) of the list state is not a list or tuple of 6 or 7 items");
+  extras->short_state2 = mapped.short_state2;
+  if (mapped.nested_blocksize) {
+    state.nested_blocksize = *mapped.nested_blocksize;
+    state.has_nested_blocksize = true;
   }
-  if (state2.items.size() == 6) {
-    extras->short_state2 = true;
-    return true;
+  if (mapped.nested_dtype) {
+    state.nested_dtype = *mapped.nested_dtype;
+    state.has_nested_dtype = true;
   }
-  const std::vector<std::uint32_t>& t = state2.items;
-  if (node(t[0]).kind != PtValueKind::kTensor || node(t[1]).kind != PtValueKind::kTensor ||
-      !IsListInt(node(t[2])) || node(t[3]).kind != PtValueKind::kBool ||
-      node(t[4]).kind != PtValueKind::kDtype) {
-    return fail("quant_state", ctx.header,
-                "state2 (item 4[1]) of the list state is not [absmax tensor, code tensor, "
-                "blocksize int, nested bool, dtype, offset, state2]");
-  }
-  state.nested_blocksize = static_cast<std::uint64_t>(node(t[2]).integer);
-  state.has_nested_blocksize = true;
-  state.nested_dtype = node(t[4]).text;
-  state.has_nested_dtype = true;
-  plan->nested_absmax = AddPiece(ctx, t[0], list_name + "[4][1][0]", plan);
-  plan->nested_quant_map = AddPiece(ctx, t[1], list_name + "[4][1][1]", plan);
-  extras->nested_of_nested = node(t[3]).integer != 0 || node(t[5]).kind != PtValueKind::kNone ||
-                             node(t[6]).kind != PtValueKind::kNone;
+  extras->nested_of_nested = mapped.nested_of_nested;
   return true;
 }
 
@@ -1230,12 +1120,6 @@ qd::DecodedTensor DecodeLooseFloat(const BnbTensor& tensor) {
   return decoded;
 }
 
-// An empty tensor's bytes are still a valid pointer (JSON of 0 bytes).
-const std::uint8_t* NonNull(const std::vector<std::uint8_t>& bytes) {
-  static const std::uint8_t kNothing = 0;
-  return bytes.empty() ? &kNothing : bytes.data();
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -1262,79 +1146,6 @@ BnbTable BnbTableFromContainer(qd::ByteView file, const Container& container) {
     tensor.byte_offset = [at](std::uint64_t k) { return static_cast<std::int64_t>(at + k); };
     table.tensors.push_back(std::move(tensor));
   }
-  return table;
-}
-
-namespace {
-
-// A .pt tensor (table entry or value) seen as a BnbTensor: docs/pt.md 6.4.
-// bytes: the materialised C-order bytes when given, else materialised on
-// first use (a tensor inside a value).
-BnbTensor PtTensor(qd::ByteView file, const std::string& name, const std::string& dtype,
-                   const std::vector<std::uint64_t>& shape, const PtTensorLayout& layout,
-                   const std::vector<std::uint8_t>* materialised) {
-  BnbTensor tensor;
-  tensor.name = name;
-  tensor.dtype = dtype;
-  tensor.shape = shape;
-  std::uint64_t count = 0;
-  // 5.1 bounds numel by 2^63 - 1; the product cannot overflow.
-  ElementCount(shape, &count);
-  tensor.element_count = count;
-  const std::uint64_t isz = layout.item_size == 0 ? 1 : layout.item_size;
-  tensor.byte_length = count > kU64Max / isz ? kU64Max : count * isz;
-  tensor.begin = layout.begin;
-  tensor.end = layout.end;
-  if (materialised != nullptr) {
-    tensor.bytes = [materialised]() { return NonNull(*materialised); };
-  } else {
-    auto cache = std::make_shared<std::vector<std::uint8_t>>();
-    auto ready = std::make_shared<bool>(false);
-    tensor.bytes = [file, shape, layout, cache, ready]() {
-      if (!*ready) {
-        *cache = PtTensorCOrderBytes(file, shape, layout);
-        *ready = true;
-      }
-      return NonNull(*cache);
-    };
-  }
-  tensor.byte_offset = [shape, layout](std::uint64_t k) {
-    return static_cast<std::int64_t>(PtByteOffset(shape, layout, k));
-  };
-  return tensor;
-}
-
-}  // namespace
-
-BnbTable BnbTableFromPt(qd::ByteView file, std::int64_t pickle_start,
-                        const std::vector<PtTensorBytes>& tensors, const PtValueGraph& graph) {
-  BnbTable table;
-  table.header_offset = pickle_start;  // docs/pt.md 6.4: header-level facts point at data.pkl
-  for (const PtTensorBytes& source : tensors) {
-    table.tensors.push_back(
-        PtTensor(file, source.name, source.dtype, source.shape, source.layout, &source.bytes));
-  }
-  std::sort(table.tensors.begin(), table.tensors.end(), [](const BnbTensor& a, const BnbTensor& b) {
-    if (a.begin != b.begin) return a.begin < b.begin;
-    if (a.end != b.end) return a.end < b.end;
-    return a.name < b.name;
-  });
-  // docs/pt.md 7.2: a value entry W.quant_state (W non-empty) that is a
-  // list or tuple is a list-layout layer of W.
-  for (const PtValueRoot& entry : graph.entries) {
-    const std::string& name = entry.name;
-    if (name.size() <= kListSuffix.size() ||
-        name.compare(name.size() - kListSuffix.size(), kListSuffix.size(), kListSuffix) != 0) {
-      continue;
-    }
-    if (!IsSequence(graph.nodes[entry.node])) continue;
-    table.lists.push_back({name.substr(0, name.size() - kListSuffix.size()), entry.node});
-  }
-  table.values = &graph;
-  table.value_tensor = [file, &graph](std::uint32_t node, const std::string& name) {
-    const PtValueNode& value = graph.nodes[node];
-    return PtTensor(file, name, value.dtype, value.shape, value.layout, nullptr);
-  };
   return table;
 }
 

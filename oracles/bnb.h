@@ -8,7 +8,9 @@
 //
 // The same checks read .pt files (docs/pt.md 6.4 and 7): every check runs
 // over a BnbTable, which a safetensors container or a .pt file's tensor and
-// value tables fill (see below); ReadPtFile calls ReadBnbTable itself.
+// value tables fill (see below). This reader knows no .pt value model:
+// oracles/bnb_pt_layers.h fills the table from a .pt file and maps its
+// QuantState lists.
 //
 // Finding conventions (on top of safetensors.h's):
 //   tensor       the tensor at fault: the state tensor for problems of its
@@ -32,11 +34,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "oracles/pt.h"
 #include "oracles/safetensors.h"
 #include "quantdiff/plain_data.h"
 
@@ -58,7 +61,7 @@ bool IsBnbFile(qd::ByteView file);
 // ---------------------------------------------------------------------------
 // The tensor table the bitsandbytes checks run over. A safetensors container
 // (BnbTableFromContainer) and an accepted .pt file's tensor and value tables
-// (BnbTableFromPt, docs/pt.md 6.4 and 7) both feed it; the checks of
+// (oracles/bnb_pt_layers.h, docs/pt.md 6.4 and 7) both feed it; the checks of
 // docs/bnb.md exist once and see only this.
 
 // One tensor: a table entry, or a tensor inside a list-layout value.
@@ -86,7 +89,30 @@ struct BnbTensor {
 // (docs/pt.md 7.2): a list-layout 4-bit layer of W.
 struct BnbListState {
   std::string w;
-  std::uint32_t node = 0;  // the list or tuple in BnbTable::values
+  std::uint32_t node = 0;  // the list's id for BnbTable::map_list
+};
+
+// docs/pt.md 7.4 step 2 for one list: the QuantState it maps onto (7.3's
+// table), the list-only facts step 7 checks, and its pieces; or the first
+// BNB-101 (field, offset, message; the pieces met until then are kept).
+struct BnbListMapping {
+  bool refused = false;
+  std::string field;
+  std::int64_t offset = 0;
+  std::string message;
+  std::string quant_type;
+  std::uint64_t blocksize = 0;
+  std::string dtype;
+  std::vector<std::uint64_t> shape;
+  bool nested = false;                             // S[4] is not None
+  std::optional<double> nested_offset;             // nested: S[4][0]
+  std::optional<std::uint64_t> nested_blocksize;   // nested, 7-item state2
+  std::optional<std::string> nested_dtype;         // nested, 7-item state2
+  bool short_state2 = false;      // the docstring's 6-item state2: it has no code
+  bool nested_of_nested = false;  // nested2 True, or offset2 / state2b not None
+  // The tensors inside the list, named W.quant_state[0], [6], [4][0],
+  // [4][1][0], [4][1][1]; null when absent.
+  std::unique_ptr<BnbTensor> absmax, quant_map, offset_tensor, nested_absmax, nested_quant_map;
 };
 
 struct BnbTable {
@@ -99,24 +125,15 @@ struct BnbTable {
   std::vector<std::pair<std::string, std::string>> metadata;
   // Sorted by (begin, end, name bytes).
   std::vector<BnbTensor> tensors;
-  // The list layout (a .pt file only): the states, the value graph they
-  // live in, and how to see a kTensor node of that graph as a BnbTensor
-  // under a piece name.
+  // The list layout (a .pt file only): the states, and how the container's
+  // side maps one (given its id and its name W.quant_state).
   std::vector<BnbListState> lists;
-  const PtValueGraph* values = nullptr;
-  std::function<BnbTensor(std::uint32_t node, const std::string& name)> value_tensor;
+  std::function<BnbListMapping(std::uint32_t node, const std::string& list_name)> map_list;
 };
 
 // The table of an accepted safetensors container (CheckContainer passed).
 // The tensors point into file.
 BnbTable BnbTableFromContainer(qd::ByteView file, const Container& container);
-
-// docs/pt.md 6.4 and 7.2: the table of an accepted .pt file. tensors is its
-// tensor table (ReadPtFile's), graph its value table (at least the entries
-// named W.quant_state); pickle_start is ds of data.pkl. The result refers
-// to file, tensors and graph, which must outlive it.
-BnbTable BnbTableFromPt(qd::ByteView file, std::int64_t pickle_start,
-                        const std::vector<PtTensorBytes>& tensors, const PtValueGraph& graph);
 
 // Runs docs/bnb.md (and docs/pt.md 7.4 for list states) over a table.
 // Returns false, with nothing appended, when the table holds no

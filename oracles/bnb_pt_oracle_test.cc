@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "oracles/bnb_test_tables.h"
+#include "oracles/bnb_pt_layers.h"
 #include "oracles/pt.h"
 #include "oracles/pt_test_support.h"
 #include "quantdiff/plain_data.h"

@@ -10,8 +10,8 @@
 //   6. flattening and the value walk (6.1, 6.2)
 //   7. materialisation (5.2, 5.3), the structured value graph (6.2) and the
 //      decoded output (6.3)
-//   8. ReadPtFile, with step 8: the bitsandbytes readers on the tensor
-//      table (6.4, 7) through oracles/bnb.h
+//   8. ReadPtTables: steps 1..7 and the tables; step 8 (the readers of the
+//      formats a tensor table holds) is oracles/bnb_pt_layers.cc
 //
 // Section 6 counts every item of a flattened dict, then every node of the
 // value walk, in one node count (so a file cannot name 2^64 entries through
@@ -29,7 +29,6 @@
 #include <string_view>
 #include <utility>
 
-#include "oracles/bnb.h"
 #include "oracles/bytes.h"
 #include "oracles/finding.h"
 #include "oracles/json.h"
@@ -1553,24 +1552,14 @@ class GraphExport {
   std::map<std::uint32_t, std::uint32_t> done_;
 };
 
-// docs/pt.md 7.2: the value entries the bitsandbytes list layout looks at
-// (W.quant_state, W non-empty, a list or tuple). Without a caller asking
-// for the whole graph only these are exported.
-bool IsListStateCandidate(const Model& model, const TableEntry& entry) {
-  static constexpr std::string_view kSuffix = ".quant_state";
-  const std::string& name = entry.name;
-  if (name.size() <= kSuffix.size()) return false;
-  if (name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) return false;
-  const Kind kind = model.nodes[entry.node].kind;
-  return kind == Kind::kTuple || kind == Kind::kList;
-}
+}  // namespace
 
 // ---------------------------------------------------------------------------
-// Section 8: ReadPtFile.
+// Section 8 steps 1..7: ReadPtTables.
 
-qd::Outcome ReadPtFileUnguarded(qd::ByteView file, const std::string& file_name,
-                                std::vector<PtTensorBytes>* tensors_out,
-                                std::vector<PtValueEntry>* values_out, PtValueGraph* graph_out) {
+qd::Outcome ReadPtTables(qd::ByteView file, const std::string& file_name, bool want_values,
+                         PtGraphWanted graph_wanted, PtTables* tables) {
+  *tables = PtTables();
   qd::Outcome outcome;
   Report report{file_name, &outcome};
   if (file.data == nullptr && file.size != 0) {
@@ -1597,26 +1586,21 @@ qd::Outcome ReadPtFileUnguarded(qd::ByteView file, const std::string& file_name,
     }
   }
 
-  // The tensor table, then the decoded output in (begin, end, name) order.
-  struct Sorted {
-    std::uint64_t begin;
-    std::uint64_t end;
-    std::size_t index;
-  };
-  std::vector<PtTensorBytes> table;
-  std::vector<Sorted> order;
-  std::vector<PtValueEntry> values;
-  PtValueGraph graph;
+  // The tensor table, the value table's text and the graph of the entries
+  // the caller wants.
+  std::vector<PtTensorBytes>& table = tables->tensors;
+  PtValueGraph& graph = tables->graph;
   GraphExport exporter(model, records.big_endian, &graph);
   for (const TableEntry& entry : flattener.table) {
-    if (!entry.is_tensor && (graph_out != nullptr || IsListStateCandidate(model, entry))) {
-      PtValueRoot root;
-      root.name = entry.name;
-      root.node = exporter.Add(entry.node);
-      graph.entries.push_back(std::move(root));
-    }
     if (!entry.is_tensor) {
-      if (values_out != nullptr) {
+      const Kind kind = model.nodes[entry.node].kind;
+      if (graph_wanted == nullptr || graph_wanted(entry.name, kind == Kind::kTuple || kind == Kind::kList)) {
+        PtValueRoot root;
+        root.name = entry.name;
+        root.node = exporter.Add(entry.node);
+        graph.entries.push_back(std::move(root));
+      }
+      if (want_values) {
         PtValueEntry value;
         value.name = entry.name;
         Render(model, entry.node, &value.text);
@@ -1624,7 +1608,7 @@ qd::Outcome ReadPtFileUnguarded(qd::ByteView file, const std::string& file_name,
           value.text.resize(kRenderCap);
           value.text += "...";
         }
-        values.push_back(std::move(value));
+        tables->values.push_back(std::move(value));
       }
       continue;
     }
@@ -1637,36 +1621,27 @@ qd::Outcome ReadPtFileUnguarded(qd::ByteView file, const std::string& file_name,
     bytes.layout = LayoutOf(model, tensor, records.big_endian);
     // Section 3 has bounded these bytes (PT-012 otherwise).
     bytes.bytes = PtTensorCOrderBytes(file, bytes.shape, bytes.layout);
-    Sorted sorted;
-    sorted.begin = bytes.layout.begin;
-    sorted.end = bytes.layout.end;
-    sorted.index = table.size();
     table.push_back(std::move(bytes));
-    if (IsFloatDtype(table.back().dtype)) order.push_back(sorted);
   }
-
-  // Step 8 (6.4, 7): the bitsandbytes readers on the tensor table. Their
-  // findings follow the PT warnings; a file with a layer decodes as
-  // docs/bnb.md says, any other as section 6.3 says.
-  const BnbTable bnb =
-      BnbTableFromPt(file, static_cast<std::int64_t>(records.pkl_start), table, graph);
-  if (ReadBnbTable(bnb, file_name, &outcome)) {
-    if (outcome.refused) return outcome;  // the tables are given on accept only
-  } else {
-    std::sort(order.begin(), order.end(), [&table](const Sorted& a, const Sorted& b) {
-      if (a.begin != b.begin) return a.begin < b.begin;
-      if (a.end != b.end) return a.end < b.end;
-      return table[a.index].name < table[b.index].name;
-    });
-    for (const Sorted& sorted : order) outcome.tensors.push_back(Decode(table[sorted.index]));
-  }
-  if (tensors_out != nullptr) *tensors_out = std::move(table);
-  if (values_out != nullptr) *values_out = std::move(values);
-  if (graph_out != nullptr) *graph_out = std::move(graph);
+  tables->pickle_start = static_cast<std::int64_t>(records.pkl_start);
   return outcome;
 }
 
-}  // namespace
+std::vector<qd::DecodedTensor> DecodePtTable(const std::vector<PtTensorBytes>& table) {
+  // Section 6.3 in 6.4's order: (begin, end, name bytes).
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (IsFloatDtype(table[i].dtype)) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&table](std::size_t a, std::size_t b) {
+    if (table[a].layout.begin != table[b].layout.begin) return table[a].layout.begin < table[b].layout.begin;
+    if (table[a].layout.end != table[b].layout.end) return table[a].layout.end < table[b].layout.end;
+    return table[a].name < table[b].name;
+  });
+  std::vector<qd::DecodedTensor> decoded;
+  for (const std::size_t i : order) decoded.push_back(Decode(table[i]));
+  return decoded;
+}
 
 std::uint64_t PtByteOffset(const std::vector<std::uint64_t>& shape, const PtTensorLayout& layout,
                            std::uint64_t k) {
@@ -1727,28 +1702,6 @@ std::vector<std::uint8_t> PtTensorCOrderBytes(qd::ByteView file,
     }
   }
   return bytes;
-}
-
-qd::Outcome ReadPtFile(qd::ByteView file, const std::string& file_name,
-                       std::vector<PtTensorBytes>* tensors, std::vector<PtValueEntry>* values,
-                       PtValueGraph* graph) {
-  if (tensors != nullptr) tensors->clear();
-  if (values != nullptr) values->clear();
-  if (graph != nullptr) *graph = PtValueGraph();
-  try {
-    return ReadPtFileUnguarded(file, file_name, tensors, values, graph);
-  } catch (...) {
-    // Only std::bad_alloc can get here (the output of an accepted file that
-    // does not fit in memory); nothing escapes.
-    qd::Outcome outcome;
-    outcome.refused = true;
-    outcome.findings.push_back(NewFinding("PT-012", qd::Severity::kError, file_name, std::string(),
-                                          "container", 0, "out of memory"));
-    if (tensors != nullptr) tensors->clear();
-    if (values != nullptr) values->clear();
-    if (graph != nullptr) *graph = PtValueGraph();
-    return outcome;
-  }
 }
 
 bool IsPtFile(qd::ByteView file) {

@@ -1,15 +1,16 @@
 // pt.h: the oracle's reader for torch.save files (.pt, .pth, .bin), written
-// plainly from docs/pt.md sections 1..8 and 9. Section 7 (the bitsandbytes
-// list layout) and section 6.4 (docs/bnb.md's readers on the tensor table)
-// run through oracles/bnb.h, which this reader calls at section 8 step 8.
+// plainly from docs/pt.md sections 1..8 and 9: section 8 steps 1..7 and the
+// tables they give. Step 8 (docs/bnb.md's readers on the tensor table, 6.4,
+// and the bitsandbytes list layout, section 7) is oracles/bnb_pt_layers.h,
+// which joins this reader and oracles/bnb.h; neither knows the other.
 //
 // Nothing in the file is ever imported, called or unpickled: the ZIP
 // container is checked field by field and data.pkl is walked opcode by
 // opcode over a closed value model (docs/pt.md section 4). Shares no code
 // with codecs/; the differential tests compare the two bit for bit.
 //
-//   std::vector<qd::oracle::PtTensorBytes> table;
-//   qd::Outcome o = qd::oracle::ReadPtFile(bytes, "model.pt", &table);
+//   qd::oracle::PtTables tables;
+//   qd::Outcome o = qd::oracle::ReadPtTables(bytes, "model.pt", false, nullptr, &tables);
 #ifndef QUANTDIFF_ORACLES_PT_H_
 #define QUANTDIFF_ORACLES_PT_H_
 
@@ -123,25 +124,30 @@ struct PtValueEntry {
   std::string text;
 };
 
-// Reads a torch.save file: the checks of docs/pt.md section 8 steps 1..8 in
-// order (warnings as met, at most one error, last). Step 8 runs the
-// bitsandbytes readers on the tensor table (docs/pt.md 6.4, 7; bnb.h's
-// ReadBnbTable); their findings follow the PT warnings.
-// On accept the outcome's tensors are
-//   - a file with at least one bitsandbytes layer: docs/bnb.md's output
-//     (every layer's W decoded, every F32/F16/BF16/F64 tensor of no layer,
-//     sorted by name bytes);
-//   - otherwise section 6.3's decoded output (F32, F16, BF16, F64 tensors of
-//     the tensor table to binary32, sorted by (begin, end, name bytes) of
-//     section 6.4).
-// When tensors is not null it receives the whole tensor table (every dtype)
-// in table order, when values is not null the value table in table order
-// as text, when graph is not null the value table as structured values;
-// all only on accept (they are cleared first).
-qd::Outcome ReadPtFile(qd::ByteView file, const std::string& file_name,
-                       std::vector<PtTensorBytes>* tensors = nullptr,
-                       std::vector<PtValueEntry>* values = nullptr,
-                       PtValueGraph* graph = nullptr);
+// What a .pt file holds once docs/pt.md section 8 steps 1..7 accept it, for
+// step 8 (the readers of the formats a tensor table may hold run on it:
+// oracles/bnb_pt_layers.h's ReadPtFile).
+struct PtTables {
+  std::int64_t pickle_start = 0;       // ds of data.pkl: header-level findings point here (6.4)
+  std::vector<PtTensorBytes> tensors;  // the tensor table, in table order
+  std::vector<PtValueEntry> values;    // the value table as text, when asked for
+  PtValueGraph graph;                  // the value table entries asked for, as structured values
+};
+
+// Which value table entries go into PtTables::graph: called with the entry's
+// name and whether its value is a list or tuple; null: every entry.
+using PtGraphWanted = bool (*)(const std::string& name, bool is_sequence);
+
+// The checks of docs/pt.md section 8 steps 1..7 in order (warnings as met,
+// at most one error, last); on accept, *tables filled (cleared first). The
+// outcome carries no tensors.
+qd::Outcome ReadPtTables(qd::ByteView file, const std::string& file_name, bool want_values,
+                         PtGraphWanted graph_wanted, PtTables* tables);
+
+// Section 6.3's decoded output of an accepted file's tensor table: its F32,
+// F16, BF16 and F64 tensors to binary32, sorted by (begin, end, name bytes)
+// of section 6.4.
+std::vector<qd::DecodedTensor> DecodePtTable(const std::vector<PtTensorBytes>& tensors);
 
 // Section 1.1, Detection: byte 8 (when there is one) is not `{` and the
 // file opens with a ZIP local header (50 4B 03 04), a ZIP end record (50 4B

@@ -29,6 +29,7 @@
 
 #include "oracles/json.h"
 #include "oracles/peer_test_support.h"
+#include "oracles/bnb_pt_layers.h"
 #include "oracles/pt.h"
 #include "quantdiff/plain_data.h"
 

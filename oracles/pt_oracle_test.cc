@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "oracles/bnb_pt_layers.h"
 #include "oracles/pt.h"
 #include "oracles/pt_test_support.h"
 #include "quantdiff/plain_data.h"

@@ -38,6 +38,7 @@
 #include "generators/generators.h"
 #include "harness/differ.h"
 #include "harness/registry.h"
+#include "oracles/bnb_pt_layers.h"
 #include "oracles/pt.h"
 #include "property_tests/gen/half.h"
 #include "property_tests/gen/rc_gen.h"

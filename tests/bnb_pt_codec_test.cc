@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "codecs/bnb.h"
+#include "codecs/bnb_pt_layers.h"
 #include "codecs/pt.h"
 #include "tests/pt_test_builder.h"
 

@@ -4,6 +4,9 @@
 //  * Nothing under oracles/ includes codecs/, harness/, generators/ or
 //    nlohmann; nothing under codecs/ includes oracles/. The only project
 //    header both include is interface/quantdiff/plain_data.h.
+//  * Nothing under generators/ includes harness/ (generators sit below the
+//    registry); on each side the .pt and bitsandbytes readers meet only in
+//    bnb_pt_layers.{h,cc}.
 //  * The oracle library is not linked against codec-side targets.
 //  * plain_data.h is plain data: no functions, no inline code, no constants,
 //    no tables, only standard headers.
@@ -18,6 +21,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -159,6 +163,55 @@ TEST(Independence, CodecsIncludeNothingFromTheOracle) {
             << Relative(file) << ":" << inc.line << " includes " << inc.path;
       }
     }
+  }
+}
+
+// The generators sit below the format registry (issue 9, section 5): the
+// registry includes generators/generated.h, never the reverse, so qd_harness
+// linking qd_generators is no cycle.
+TEST(Independence, GeneratorsIncludeNothingFromTheHarness) {
+  const std::vector<fs::path> files = SourcesUnder("generators");
+  ASSERT_FALSE(files.empty()) << "no sources under " << (kRoot / "generators");
+  int includes = 0;
+  for (const fs::path& file : files) {
+    for (const Include& inc : Includes(ReadFile(file))) {
+      ++includes;
+      for (const char* dir : {"harness", "oracles", "reports", "cli", "fuzz"}) {
+        EXPECT_FALSE(NamesDirectory(inc.path, dir))
+            << Relative(file) << ":" << inc.line << " includes " << inc.path;
+      }
+    }
+  }
+  EXPECT_GT(includes, 0);
+}
+
+// The .pt and bitsandbytes readers know nothing of each other on either side
+// (issue 9, section 5): bnb_pt_layers.{h,cc} joins them and is the only file
+// that includes both.
+TEST(Independence, PtAndBnbReadersMeetOnlyInTheirJoin) {
+  for (const char* side : {"codecs", "oracles"}) {
+    const std::string dir = side;
+    const std::vector<std::pair<std::string, std::string>> forbidden = {
+        {"pt.h", dir + "/bnb.h"},          {"pt.cc", dir + "/bnb.h"},
+        {"bnb.h", dir + "/pt.h"},          {"bnb.cc", dir + "/pt.h"},
+        {"tensor_table.h", dir + "/pt.h"}, {"tensor_table.h", dir + "/bnb.h"},
+    };
+    for (const auto& [file, header] : forbidden) {
+      const fs::path path = kRoot / side / file;
+      if (!fs::exists(path)) continue;  // the oracle has no tensor_table.h
+      for (const Include& inc : Includes(ReadFile(path))) {
+        EXPECT_NE(inc.path, header) << Relative(path) << ":" << inc.line << " includes " << inc.path;
+      }
+    }
+    int joins = 0;
+    for (const Include& inc : Includes(ReadFile(kRoot / side / "bnb_pt_layers.h"))) {
+      joins += inc.path == dir + "/bnb.h" || inc.path == dir + "/pt.h";
+    }
+    for (const Include& inc : Includes(ReadFile(kRoot / side / "bnb_pt_layers.cc"))) {
+      joins += inc.path == dir + "/bnb.h" || inc.path == dir + "/pt.h";
+    }
+    EXPECT_EQ(joins, 2) << side << "/bnb_pt_layers.{h,cc} should include " << dir << "/bnb.h and "
+                        << dir << "/pt.h";
   }
 }
 

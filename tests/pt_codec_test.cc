@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "codecs/bnb_pt_layers.h"
 #include "codecs/pt.h"
 #include "codecs/safetensors.h"
 #include "tests/pt_test_builder.h"

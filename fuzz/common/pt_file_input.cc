@@ -341,7 +341,7 @@ using gen::PtObject;
 gen::PtStateDict BuildLayer(const PtFileTail& tail) {
   gen::PtStateDict dict;
   if (tail.bnb == PtBnbKind::kNone) return dict;
-  qd::harness::Rng rng(tail.seed ^ 0x9e3779b97f4a7c15ull);
+  qd::gen::Rng rng(tail.seed ^ 0x9e3779b97f4a7c15ull);
   if (tail.bnb == PtBnbKind::kMix) return gen::RandomPtBnbLayers(rng);
   if (tail.bnb == PtBnbKind::kInt8Hf || tail.bnb == PtBnbKind::kInt8GptqModel) {
     gen::PtPutTensors(&dict, gen::BnbInt8Tensors("model.layers.0.mlp.up_proj",
@@ -682,7 +682,7 @@ std::vector<std::uint8_t> PtFileFromInput(const std::uint8_t* data, std::size_t 
   const std::size_t body = size - kPtFileTailSize;
   if (tail.raw) return Bytes(data, data + body);
 
-  qd::harness::Rng rng(tail.seed);
+  qd::gen::Rng rng(tail.seed);
   qd::gen::PtDraftOptions options;
   options.max_items = tail.items;
   options.copies = tail.copies;

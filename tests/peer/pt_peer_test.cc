@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codecs/bnb_pt_layers.h"
 #include "codecs/pt.h"
 #include "codecs/safetensors.h"
 #include "tests/peer/peer_file.h"

@@ -1,0 +1,38 @@
+// bnb_pt_layers.h: where the torch .pt reader and the bitsandbytes reader
+// meet (docs/pt.md 6.4, 7, section 8 step 8). codecs/pt.h knows nothing of
+// bitsandbytes and codecs/bnb.h nothing of the .pt value model; this file
+// depends on both: it runs the bitsandbytes checks on an accepted .pt
+// file's tensor table, and maps the QuantState list layout of bitsandbytes
+// 0.40 (a value `W.quant_state` = [absmax, shape, dtype, blocksize,
+// None | [offset, state2], quant_type(, quant_map)]) onto the dict layout's keys.
+//
+//   qd::codec::BnbResult r = qd::codec::ReadPtLayers(bytes, "model.pt");
+//   qd::Outcome o = qd::codec::DecodePtFile(bytes, "model.pt");
+#ifndef QUANTDIFF_CODECS_BNB_PT_LAYERS_H_
+#define QUANTDIFF_CODECS_BNB_PT_LAYERS_H_
+
+#include <string>
+
+#include "codecs/bnb.h"
+#include "codecs/decode_sink.h"
+#include "quantdiff/plain_data.h"
+
+namespace qd::codec {
+
+// docs/pt.md section 8 with step 8: ReadPt, then on an accepted file the
+// bitsandbytes readers on its tensor table (sections 6.4, 7). Findings: the
+// PT warnings, then the layers' findings. The result's table holds the .pt
+// reading (TensorTable::pickle()).
+BnbResult ReadPtLayers(qd::ByteView file, const std::string& file_name);
+
+// Findings (ReadPtLayers') and, for an accepted file, section 6.3's output:
+// every F32/F16/BF16/F64 tensor of the tensor table decoded to binary32,
+// sorted by (begin, end, name bytes) as a safetensors container is; or, for
+// a file with bitsandbytes layers, docs/bnb.md's output (6.4). StreamPtFile
+// announces them and then passes them one at a time; DecodePtFile collects them.
+qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink);
+qd::Outcome DecodePtFile(qd::ByteView file, const std::string& file_name);
+
+}  // namespace qd::codec
+
+#endif  // QUANTDIFF_CODECS_BNB_PT_LAYERS_H_
