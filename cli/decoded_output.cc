@@ -103,13 +103,11 @@ std::optional<qd::Outcome> CheckVerbOutcome(qd::ByteView bytes, const std::strin
                                             std::string* error) {
   const qd::harness::FormatEntry& used = forced ? *forced : qd::harness::DetectFormat(bytes);
   if (format != nullptr) *format = &used;
-  try {
-    return used.codec_check(bytes, name, side_files);
-  } catch (const std::exception& e) {
-    *error = std::string(used.name) + " codec threw: " + e.what();
-  } catch (...) {
-    *error = std::string(used.name) + " codec threw a non-standard exception";
-  }
+  std::string reader_error;
+  std::optional<qd::Outcome> outcome =
+      SafeRead(used.codec_check, bytes, name, side_files, &reader_error);
+  if (outcome) return outcome;
+  *error = std::string(used.name) + " codec failed: " + reader_error;
   return std::nullopt;
 }
 
