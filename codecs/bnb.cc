@@ -84,6 +84,11 @@ std::optional<BnbDtype> ParseBnbDtype(const std::string& s) {
   return std::nullopt;
 }
 
+// The quant_state keys the checks read (docs/bnb.md, BNB-101); any other
+// member keeps only its key (a nested_* key still marks a nested state).
+const std::vector<std::string_view> kStateKeys = {
+    "quant_type", "blocksize", "dtype", "shape", "nested_blocksize", "nested_dtype", "nested_offset"};
+
 bool IsUnsignedArray(const nlohmann::json& v) {
   if (!v.is_array()) return false;
   for (const nlohmann::json& e : v) {
@@ -262,7 +267,7 @@ bool Checker::ReadJsonState(const StateTensor& state, StateKeys* keys) {
   }
   keys->tensor = st.name;
   keys->at = DataOffset(state.tensor);
-  const std::optional<nlohmann::json> parsed = ParseStrictJson(Data(state.tensor), st.byte_length);
+  const std::optional<nlohmann::json> parsed = ParseStrictJson(Data(state.tensor), st.byte_length, &kStateKeys);
   if (!parsed || !parsed->is_object()) {
     return Error("BNB-101", st.name, "quant_state", keys->at,
                  "the quant_state bytes are not strict JSON with an object on top");
@@ -435,7 +440,7 @@ bool Checker::CheckBlockwise8(const std::string& w, BnbLayer* layer) {
   // 1. BNB-101: the metadata state.
   const std::string* text = r_->table.Metadata(kBlockwiseKey);
   const std::optional<nlohmann::json> parsed =
-      text != nullptr ? ParseStrictJson(*text) : std::optional<nlohmann::json>();
+      text != nullptr ? ParseStrictJson(*text, &kStateKeys) : std::optional<nlohmann::json>();
   if (!parsed || !parsed->is_object()) {
     return Error("BNB-101", "", field, Header(),
                  "the blockwise8 state is not strict JSON with an object on top");

@@ -2,6 +2,8 @@
 // text refuses and nlohmann lets through (see strict_json.h).
 #include "codecs/strict_json.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <string>
@@ -16,6 +18,8 @@ namespace {
 // not grow while its last element is still open.
 class StrictBuilder {
  public:
+  explicit StrictBuilder(const std::vector<std::string_view>* kept) : kept_(kept) {}
+
   nlohmann::json root;
 
   bool null() { return Put(nlohmann::json(nullptr)); }
@@ -25,14 +29,19 @@ class StrictBuilder {
   bool number_float(double v, const std::string&) { return Put(nlohmann::json(v)); }
   bool string(std::string& v) { return Put(nlohmann::json(std::move(v))); }
   bool binary(nlohmann::json::binary_t&) { return false; }  // not in JSON text
-  bool start_object(std::size_t) { return Open(nlohmann::json::object()); }
-  bool start_array(std::size_t) { return Open(nlohmann::json::array()); }
+  bool start_object(std::size_t) { return Open(nlohmann::json::object(), true); }
+  bool start_array(std::size_t) { return Open(nlohmann::json::array(), false); }
   bool end_object() { return Close(); }
   bool end_array() { return Close(); }
   bool key(std::string& k) {
+    if (!skipped_.empty()) return skipped_.back().Add(k);
     Level& level = stack_.back();
     if (level.value->contains(k)) return false;  // duplicate key
     level.key = std::move(k);
+    // A top-level member the caller does not read: null in the DOM, its
+    // value walked in skipped_ only.
+    skip_next_ = stack_.size() == 1 && kept_ != nullptr &&
+                 std::find(kept_->begin(), kept_->end(), level.key) == kept_->end();
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
@@ -44,7 +53,31 @@ class StrictBuilder {
     nlohmann::json* value;
     std::string key;  // objects: the key of the next value
   };
+  // A container inside a skipped value: only its keys, to refuse a
+  // duplicate, packed in one string (memory about the keys' own bytes).
+  struct SkippedLevel {
+    bool is_object = false;
+    std::string keys;                                        // the keys back to back
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> at;  // (begin, size) in keys
+    bool Add(const std::string& k) {
+      if (keys.size() + k.size() > UINT32_MAX) return false;
+      at.emplace_back(static_cast<std::uint32_t>(keys.size()), static_cast<std::uint32_t>(k.size()));
+      keys += k;
+      return true;
+    }
+    bool HasDuplicate() const {
+      std::vector<std::string_view> sorted;
+      sorted.reserve(at.size());
+      for (const auto& [begin, size] : at) sorted.push_back(std::string_view(keys).substr(begin, size));
+      std::sort(sorted.begin(), sorted.end());
+      return std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
+    }
+  };
+
+  const std::vector<std::string_view>* kept_;
   std::vector<Level> stack_;
+  std::vector<SkippedLevel> skipped_;
+  bool skip_next_ = false;  // the next value belongs to a member not kept
 
   // Stores v where the grammar puts it and returns where it now lives.
   nlohmann::json* Place(nlohmann::json v) {
@@ -62,16 +95,32 @@ class StrictBuilder {
     return &slot;
   }
   bool Put(nlohmann::json v) {
+    if (!skipped_.empty()) return true;
+    if (skip_next_) {
+      skip_next_ = false;
+      v = nlohmann::json(nullptr);
+    }
     Place(std::move(v));
     return true;
   }
-  bool Open(nlohmann::json container) {
-    if (stack_.size() >= kStrictJsonMaxDepth) return false;
+  bool Open(nlohmann::json container, bool is_object) {
+    if (stack_.size() + skipped_.size() >= kStrictJsonMaxDepth) return false;
+    if (skip_next_ || !skipped_.empty()) {
+      if (skip_next_) Place(nlohmann::json(nullptr));
+      skip_next_ = false;
+      skipped_.push_back(SkippedLevel{is_object, {}, {}});
+      return true;
+    }
     nlohmann::json* where = Place(std::move(container));
     stack_.push_back(Level{where, {}});
     return true;
   }
   bool Close() {
+    if (!skipped_.empty()) {
+      const bool duplicate = skipped_.back().is_object && skipped_.back().HasDuplicate();
+      skipped_.pop_back();
+      return !duplicate;
+    }
     stack_.pop_back();
     return true;
   }
@@ -79,11 +128,12 @@ class StrictBuilder {
 
 }  // namespace
 
-std::optional<nlohmann::json> ParseStrictJson(const std::uint8_t* data, std::size_t size) {
+std::optional<nlohmann::json> ParseStrictJson(const std::uint8_t* data, std::size_t size,
+                                              const std::vector<std::string_view>* kept) {
   if (size >= 3 && data[0] == 0xef && data[1] == 0xbb && data[2] == 0xbf) return std::nullopt;
   if (size > 0 && std::memchr(data, 0, size) != nullptr) return std::nullopt;
   try {
-    StrictBuilder builder;
+    StrictBuilder builder(kept);
     const std::uint8_t* begin = size > 0 ? data : nullptr;
     const bool ok = nlohmann::json::sax_parse(begin, begin + size, &builder,
                                               nlohmann::json::input_format_t::json,
@@ -95,8 +145,9 @@ std::optional<nlohmann::json> ParseStrictJson(const std::uint8_t* data, std::siz
   }
 }
 
-std::optional<nlohmann::json> ParseStrictJson(std::string_view text) {
-  return ParseStrictJson(reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
+std::optional<nlohmann::json> ParseStrictJson(std::string_view text,
+                                              const std::vector<std::string_view>* kept) {
+  return ParseStrictJson(reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), kept);
 }
 
 }  // namespace qd::codec

@@ -426,9 +426,14 @@ bool ReadIntegerArray(const JsonDocument& document, std::uint32_t node,
 // *problem says why (BNB-101).
 bool ParseQuantState(const std::uint8_t* bytes, std::size_t size, bool four_bit, QuantState* state,
                      std::string* problem) {
+  // The members read below; any other keeps its key only (a nested_* key
+  // still marks the state nested), so memory follows the keys, not the text.
+  static const std::vector<std::string_view> kRead = {
+      "quant_type", "blocksize", "dtype", "shape", "nested_blocksize", "nested_dtype",
+      "nested_offset"};
   JsonDocument document;
   JsonError error;
-  if (!ParseStrictJsonObject(bytes, size, &document, &error)) {
+  if (!ParseStrictJsonObject(bytes, size, &document, &error, &kRead)) {
     *problem = "the quant_state is not strict JSON with an object on top (byte " +
                std::to_string(error.position) + ": " + error.what + ")";
     return false;

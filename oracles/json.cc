@@ -27,8 +27,12 @@ constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 class JsonParser {
  public:
   JsonParser(const std::uint8_t* bytes, std::size_t size, std::uint32_t array_items_kept,
-             JsonDocument* document)
-      : bytes_(bytes), size_(size), array_items_kept_(array_items_kept), document_(document) {}
+             const std::vector<std::string_view>* members_kept, JsonDocument* document)
+      : bytes_(bytes),
+        size_(size),
+        array_items_kept_(array_items_kept),
+        members_kept_(members_kept),
+        document_(document) {}
 
   // JSON-text = ws object ws  (this format requires the value to be an object).
   bool ParseText() {
@@ -162,7 +166,16 @@ class JsonParser {
       SkipWhitespace();
       std::uint32_t child = kNoNode;
       keys.emplace_back(key_begin, key_size);
-      if (!ParseValue(depth + 1, &child)) return false;
+      // A top-level member the caller does not read keeps its key and the
+      // kind of its value; the value is parsed and checked, not kept.
+      const bool dropped = depth == 1 && skipping_ == 0 && members_kept_ != nullptr &&
+                           !IsKept(std::string_view(document_->text).substr(key_begin, key_size));
+      const JsonKind dropped_kind = KindAt(pos_);
+      skipping_ += dropped ? 1 : 0;
+      const bool parsed = ParseValue(depth + 1, &child);
+      skipping_ -= dropped ? 1 : 0;
+      if (!parsed) return false;
+      if (dropped) child = NewNode(dropped_kind);
       if (child != kNoNode) {
         document_->nodes[child].key_begin = key_begin;
         document_->nodes[child].key_size = key_size;
@@ -396,10 +409,29 @@ class JsonParser {
     return true;
   }
 
+  bool IsKept(std::string_view key) const {
+    return std::find(members_kept_->begin(), members_kept_->end(), key) != members_kept_->end();
+  }
+  // The kind of the value starting at position at (a number for anything
+  // else: ParseValue has refused a bad first byte by the time it matters).
+  JsonKind KindAt(std::size_t at) const {
+    if (at >= size_) return JsonKind::kNull;
+    switch (bytes_[at]) {
+      case '{': return JsonKind::kObject;
+      case '[': return JsonKind::kArray;
+      case '"': return JsonKind::kString;
+      case 't': return JsonKind::kTrue;
+      case 'f': return JsonKind::kFalse;
+      case 'n': return JsonKind::kNull;
+      default: return JsonKind::kNumber;
+    }
+  }
+
   const std::uint8_t* bytes_;
   std::size_t size_;
   std::size_t pos_ = 0;
   std::uint32_t array_items_kept_;
+  const std::vector<std::string_view>* members_kept_;  // null: every member
   int skipping_ = 0;  // > 0 while inside an array item that is not kept
   JsonDocument* document_;
   std::string error_;
@@ -469,9 +501,10 @@ bool IsStrictUtf8(const std::uint8_t* bytes, std::size_t size, std::size_t* bad_
 // The public entry points.
 
 bool ParseJsonObjectText(const std::uint8_t* bytes, std::size_t size, JsonDocument* document,
-                         JsonError* error, std::uint32_t array_items_kept) {
+                         JsonError* error, std::uint32_t array_items_kept,
+                         const std::vector<std::string_view>* members_kept) {
   *document = JsonDocument{};
-  JsonParser parser(bytes, size, array_items_kept, document);
+  JsonParser parser(bytes, size, array_items_kept, members_kept, document);
   if (!parser.ParseText()) {
     error->what = parser.error();
     error->position = parser.error_position();
@@ -481,14 +514,14 @@ bool ParseJsonObjectText(const std::uint8_t* bytes, std::size_t size, JsonDocume
 }
 
 bool ParseStrictJsonObject(const std::uint8_t* bytes, std::size_t size, JsonDocument* document,
-                           JsonError* error) {
+                           JsonError* error, const std::vector<std::string_view>* members_kept) {
   std::size_t bad = 0;
   if (!IsStrictUtf8(bytes, size, &bad)) {
     error->what = "not strict UTF-8";
     error->position = bad;
     return false;
   }
-  return ParseJsonObjectText(bytes, size, document, error);
+  return ParseJsonObjectText(bytes, size, document, error, kNoNode, members_kept);
 }
 
 bool FindDuplicateKey(const JsonDocument& document, std::string* key) {

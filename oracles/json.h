@@ -85,15 +85,21 @@ struct JsonError {
 // Parses bytes[0, size) as a JSON text whose value is an object (RFC 8259,
 // with the limits above). The bytes must already be strict UTF-8: strings
 // are copied through byte by byte. Every array keeps its first
-// array_items_kept items as nodes (child_count counts them all). On failure
-// returns false and fills *error; *document is then unspecified.
+// array_items_kept items as nodes (child_count counts them all). With
+// members_kept given, a member of the top-level object whose key is not
+// listed is a node with its key and its value's kind only (no text, no
+// children): the value is parsed and checked, duplicate keys included, but
+// not kept (a quant_state with a 10 MB unknown member, issue 9, 3). On
+// failure returns false and fills *error; *document is then unspecified.
 bool ParseJsonObjectText(const std::uint8_t* bytes, std::size_t size, JsonDocument* document,
-                         JsonError* error, std::uint32_t array_items_kept = kNoNode);
+                         JsonError* error, std::uint32_t array_items_kept = kNoNode,
+                         const std::vector<std::string_view>* members_kept = nullptr);
 
 // IsStrictUtf8, then ParseJsonObjectText. A UTF-8 failure is reported as
 // "not strict UTF-8" at the bad byte.
 bool ParseStrictJsonObject(const std::uint8_t* bytes, std::size_t size, JsonDocument* document,
-                           JsonError* error);
+                           JsonError* error,
+                           const std::vector<std::string_view>* members_kept = nullptr);
 
 // The first object (document order, kept or not) that holds a key twice,
 // compared after unescaping; *key is the smallest such key of that object

@@ -347,6 +347,33 @@ TEST(JsonDocument, ArrayItemsPastTheKeptOnesAreCountedNotStored) {
   EXPECT_EQ(document.text, "axyzxyzxyz");
 }
 
+TEST(JsonDocument, TopLevelMembersNotKeptKeepKeyAndKindOnly) {
+  const std::vector<std::string_view> kept = {"b"};
+  const std::string text = "{\"a\":[1,{\"q\":\"zz\"}],\"b\":[7],\"c\":\"long\"}";
+  JsonDocument document;
+  JsonError error;
+  ASSERT_TRUE(ParseJsonObjectText(reinterpret_cast<const std::uint8_t*>(text.data()), text.size(),
+                                  &document, &error, kNoNode, &kept));
+  // top, a (array, no children), b, b's 7, c (string, no text).
+  ASSERT_EQ(document.nodes.size(), 5u);
+  EXPECT_EQ(document.Key(1), "a");
+  EXPECT_EQ(document.nodes[1].kind, JsonKind::kArray);
+  EXPECT_EQ(document.nodes[1].first_child, kNoNode);
+  EXPECT_EQ(document.Text(document.nodes[document.FindMember(0, "b")].first_child), "7");
+  EXPECT_EQ(document.nodes[document.FindMember(0, "c")].kind, JsonKind::kString);
+  EXPECT_EQ(document.text, "ab7c");  // no "q", "zz" or "long"
+  // What is not kept is still checked: a duplicate key inside it, nesting.
+  for (const std::string& bad : std::vector<std::string>{"{\"a\":{\"k\":1,\"k\":2},\"b\":1}",
+                                "{\"a\":" + std::string(64, '[') + std::string(64, ']') + "}",
+                                "{\"a\":[1,}"}) {
+    JsonDocument d;
+    const bool parsed = ParseJsonObjectText(reinterpret_cast<const std::uint8_t*>(bad.data()),
+                                            bad.size(), &d, &error, kNoNode, &kept);
+    std::string key;
+    EXPECT_TRUE(!parsed || FindDuplicateKey(d, &key)) << bad;
+  }
+}
+
 TEST(DuplicateKeys, ST005ComesBeforeTensorRules) {
   // "t" is not an object (ST-007) but the duplicate is found first.
   EXPECT_EQ(Summary(Read(MakeFile("{\"t\":5,\"u\":{\"k\":1,\"k\":1}}"))), "ST-005 refused");

@@ -271,6 +271,19 @@ TEST(StrictJson, NestingLimitIs64) {
   EXPECT_FALSE(qd::codec::ParseStrictJson(std::string(100000, '[')));
 }
 
+TEST(StrictJson, MembersNotKeptAreNullButStillChecked) {
+  using qd::codec::ParseStrictJson;
+  const std::vector<std::string_view> kept = {"b"};
+  const auto doc = ParseStrictJson(R"({"a": [1, {"q": "zz"}], "b": [7], "c": "long"})", &kept);
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(doc->dump(), R"({"a":null,"b":[7],"c":null})");
+  EXPECT_FALSE(ParseStrictJson(R"({"a": {"k": 1, "k": 2}, "b": 1})", &kept));  // duplicate inside
+  EXPECT_FALSE(ParseStrictJson(R"({"a": 1, "a": {}})", &kept));                // duplicate member
+  EXPECT_FALSE(ParseStrictJson("{\"a\":" + std::string(64, '[') + std::string(64, ']') + "}", &kept));
+  EXPECT_TRUE(ParseStrictJson("{\"a\":" + std::string(63, '[') + std::string(63, ']') + "}", &kept));
+  EXPECT_FALSE(ParseStrictJson(R"({"a": [1e400]})", &kept));
+}
+
 // ---- kernels -----------------------------------------------------------------------
 
 std::vector<float> SpecialValues() {
