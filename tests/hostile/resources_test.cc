@@ -109,6 +109,28 @@ TEST_F(Resources, ManyTensorsSafetensors) {
   Expect({"decode", in, "--out", Out("many.out.safetensors")}, 0);
 }
 
+TEST_F(Resources, LargeHalfTensorStreamsThroughDecodeAndDiff) {
+  // 32M F16 values (64 MiB): 128 MiB as F32 per reader. decode held the
+  // whole F32 tensor and diff both readers' (256 MiB over the input); both
+  // now hold a chunk (interface/quantdiff/tensor_sink.h).
+  constexpr std::uint64_t kValues = 32ull << 20;
+  const std::string header = "{\"h\":{\"dtype\":\"F16\",\"shape\":[" + std::to_string(kValues / 1024) +
+                             ",1024],\"data_offsets\":[0," + std::to_string(2 * kValues) + "]}}";
+  Bytes file = Safetensors(header, 2 * kValues);
+  for (std::size_t i = file.size() - 2 * kValues + 1; i < file.size(); i += 2) file[i] = 0x3c;  // 1.0
+  const std::string in = Write("half.safetensors", file);
+  file = Bytes();
+  Expect({"diff", in}, 0);
+  Expect({"decode", in, "--out", Out("half.out.safetensors")}, 0);
+  // The last value, written from the last chunk: F16 0x3c00 is 1.0f.
+  std::ifstream out(Out("half.out.safetensors"), std::ios::binary | std::ios::ate);
+  ASSERT_GT(static_cast<std::uint64_t>(out.tellg()), 4 * kValues);
+  out.seekg(-4, std::ios::end);
+  unsigned char last[4] = {};
+  out.read(reinterpret_cast<char*>(last), 4);
+  EXPECT_EQ((std::vector<unsigned char>(last, last + 4)), (std::vector<unsigned char>{0, 0, 0x80, 0x3f}));
+}
+
 // "[v,v,...]" with n items.
 std::string RepeatedArray(const std::string& item, int n) {
   std::string text = "[" + item;
