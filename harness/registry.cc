@@ -91,12 +91,27 @@ qd::Outcome OracleSafetensors(qd::ByteView file, const std::string& name, const 
   return oracle::ReadSafetensors(file, name);
 }
 
+qd::Outcome OracleStreamSafetensors(qd::ByteView file, const std::string& name, const SideFiles&,
+                                    qd::TensorSink& sink) {
+  return oracle::StreamSafetensors(file, name, sink);
+}
+
 qd::Outcome OracleRbq(qd::ByteView file, const std::string& name, const SideFiles&) {
   return oracle::ReadRbqFile(file, name);
 }
 
+qd::Outcome OracleStreamRbq(qd::ByteView file, const std::string& name, const SideFiles&,
+                            qd::TensorSink& sink) {
+  return oracle::StreamRbqFile(file, name, sink);
+}
+
 qd::Outcome OracleBnb(qd::ByteView file, const std::string& name, const SideFiles&) {
   return oracle::ReadBnbFile(file, name);
+}
+
+qd::Outcome OracleStreamBnb(qd::ByteView file, const std::string& name, const SideFiles&,
+                            qd::TensorSink& sink) {
+  return oracle::StreamBnbFile(file, name, sink);
 }
 
 qd::Outcome CodecGptq(qd::ByteView file, const std::string& name, const SideFiles& side_files) {
@@ -117,6 +132,11 @@ qd::Outcome OracleGptq(qd::ByteView file, const std::string& name, const SideFil
   return oracle::ReadGptqFile(file, name, side_files);
 }
 
+qd::Outcome OracleStreamGptq(qd::ByteView file, const std::string& name,
+                             const SideFiles& side_files, qd::TensorSink& sink) {
+  return oracle::StreamGptqFile(file, name, side_files, sink);
+}
+
 qd::Outcome CodecPt(qd::ByteView file, const std::string& name, const SideFiles&) {
   return codec::DecodePtFile(file, name);
 }
@@ -135,7 +155,7 @@ qd::Outcome OraclePt(qd::ByteView file, const std::string& name, const SideFiles
   return oracle::ReadPtFile(file, name);
 }
 
-// An oracle that has no stream of its own yet: its whole outcome handed over
+// An oracle that has no stream of its own yet (pt): its whole outcome handed over
 // tensor by tensor (holds the oracle's whole decode, unlike a real stream).
 template <qd::Outcome (*Read)(qd::ByteView, const std::string&, const SideFiles&)>
 qd::Outcome StreamWholeOutcome(qd::ByteView file, const std::string& name,
@@ -177,7 +197,7 @@ const std::vector<FormatEntry>& Formats() {
        .codec_stream = &StreamRbq,
        .codec_check = &CheckRbq,
        .oracle_read = &OracleRbq,
-       .oracle_stream = &StreamWholeOutcome<&OracleRbq>,
+       .oracle_stream = &OracleStreamRbq,
        .claims = &ClaimsRbq,
        .oracle_claims = &oracle::IsRbqFile,
        .generate_valid = &gen::RbqValid,
@@ -190,7 +210,7 @@ const std::vector<FormatEntry>& Formats() {
        .codec_stream = &StreamBnb,
        .codec_check = &CheckBnb,
        .oracle_read = &OracleBnb,
-       .oracle_stream = &StreamWholeOutcome<&OracleBnb>,
+       .oracle_stream = &OracleStreamBnb,
        .claims = &ClaimsBnb,
        .oracle_claims = &oracle::IsBnbFile,
        .generate_valid = &gen::BnbValid,
@@ -204,7 +224,7 @@ const std::vector<FormatEntry>& Formats() {
        .codec_stream = &StreamGptq,
        .codec_check = &CheckGptq,
        .oracle_read = &OracleGptq,
-       .oracle_stream = &StreamWholeOutcome<&OracleGptq>,
+       .oracle_stream = &OracleStreamGptq,
        .claims = &ClaimsGptq,
        .oracle_claims = &oracle::IsGptqFile,
        .generate_valid = &gen::GptqValid,
@@ -235,7 +255,7 @@ const std::vector<FormatEntry>& Formats() {
        .codec_stream = &StreamSafetensors,
        .codec_check = &CheckSafetensors,
        .oracle_read = &OracleSafetensors,
-       .oracle_stream = &StreamWholeOutcome<&OracleSafetensors>,
+       .oracle_stream = &OracleStreamSafetensors,
        .claims = &ClaimsAny,
        .oracle_claims = &ClaimsAny,
        .generate_valid = &gen::SafetensorsValid,

@@ -14,7 +14,7 @@
 //   8. the int8 row-scaled layer checks, steps 1..3
 //   9. decoding (docs/bnb.md "Decoding")
 //  10. the tables (safetensors container, .pt tensor and value tables) and
-//      the readers: ReadBnbTable, ReadBnbFile
+//      the readers: StreamBnbTable, ReadBnbTable, StreamBnbFile, ReadBnbFile
 //  11. the reference quantizer (default backend quantize_4bit)
 //
 // Every check runs over BnbTable / BnbTensor (bnb.h), never over a
@@ -34,6 +34,7 @@
 #include <utility>
 
 #include "oracles/json.h"
+#include "oracles/row_chunks.h"
 #include "oracles/safetensors.h"
 
 namespace qd::oracle {
@@ -1016,114 +1017,129 @@ bool CheckInt8Layer(const Context& ctx, const Layer& layer, Reporter& report, La
 
 // absmax_eff[b]: the stored F32 absmax, or (nested)
 // fl(fl(nested_quant_map[code] * nested_absmax[b / nested_blocksize]) + fl32(nested_offset)),
-// two binary32 roundings, never fused.
-std::vector<float> EffectiveAbsmax(const Context& ctx, const LayerPlan& plan) {
-  const BnbTensor& absmax = *plan.absmax;
-  const std::uint8_t* data = ctx.Data(absmax);
-  std::vector<float> out(absmax.element_count);
-  if (!plan.nested) {
-    for (std::uint64_t b = 0; b < absmax.element_count; ++b) out[b] = LoadF32(data + 4 * b);
-    return out;
+// two binary32 roundings, never fused. Worked out per block as the values
+// need it, so a layer's decode holds no table of them.
+class EffectiveAbsmax {
+ public:
+  EffectiveAbsmax(const Context& ctx, const LayerPlan& plan)
+      : absmax_(ctx.Data(*plan.absmax)),
+        nested_(plan.nested),
+        nested_blocksize_(plan.state.nested_blocksize) {
+    if (!nested_) return;
+    nested_absmax_ = ctx.Data(*plan.nested_absmax);
+    nested_quant_map_ = ctx.Data(*plan.nested_quant_map);
+    offset_ = static_cast<float>(plan.state.nested_offset);  // binary64 -> binary32, RNE
   }
-  const std::uint8_t* nested_absmax = ctx.Data(*plan.nested_absmax);
-  const std::uint8_t* nested_quant_map = ctx.Data(*plan.nested_quant_map);
-  const float offset = static_cast<float>(plan.state.nested_offset);  // binary64 -> binary32, RNE
-  for (std::uint64_t b = 0; b < absmax.element_count; ++b) {
-    const std::uint8_t code = data[b];
-    const float q = LoadF32(nested_quant_map + 4 * static_cast<std::uint64_t>(code));
-    const float scale = LoadF32(nested_absmax + 4 * (b / plan.state.nested_blocksize));
-    const float product = q * scale;     // rounded to binary32
-    const float sum = product + offset;  // rounded to binary32
-    out[b] = sum;
+  float operator()(std::uint64_t b) const {
+    if (!nested_) return LoadF32(absmax_ + 4 * b);
+    const std::uint8_t code = absmax_[b];
+    const float q = LoadF32(nested_quant_map_ + 4 * static_cast<std::uint64_t>(code));
+    const float scale = LoadF32(nested_absmax_ + 4 * (b / nested_blocksize_));
+    const float product = q * scale;  // rounded to binary32
+    return product + offset_;         // rounded to binary32
   }
-  return out;
+
+ private:
+  const std::uint8_t* absmax_;
+  bool nested_;
+  std::uint64_t nested_blocksize_;
+  const std::uint8_t* nested_absmax_ = nullptr;
+  const std::uint8_t* nested_quant_map_ = nullptr;
+  float offset_ = 0.0f;
+};
+
+// bnb's compatibility transpose: a packed weight with first dimension 1 and
+// a rank-2 shape come back as out.t().
+bool IsTransposed(const LayerPlan& plan) {
+  return !plan.w->shape.empty() && plan.w->shape[0] == 1 && plan.state.shape.size() == 2;
 }
 
-qd::DecodedTensor DecodeFourBit(const Context& ctx, const LayerPlan& plan) {
-  const BnbTensor& w = *plan.w;
-  const std::uint8_t* packed = ctx.Data(w);  // raw bytes, whatever the storage dtype
+// The decoded shape of an accepted layer's W.
+std::vector<std::uint64_t> DecodedShape(const LayerPlan& plan) {
+  if (plan.layer->kind != LayerKind::kFourBit) return plan.w->shape;
+  const std::vector<std::uint64_t>& shape = plan.state.shape;
+  return IsTransposed(plan) ? std::vector<std::uint64_t>{shape[1], shape[0]} : shape;
+}
+
+bool StreamFourBit(const Context& ctx, const LayerPlan& plan, std::size_t index,
+                   qd::TensorSink& sink) {
+  const std::uint8_t* packed = ctx.Data(*plan.w);  // raw bytes, whatever the storage dtype
   const std::uint32_t* table = TableBits(plan.state.quant_type);
-  const std::vector<float> absmax = EffectiveAbsmax(ctx, plan);
-  std::vector<float> values(plan.n);
-  for (std::uint64_t i = 0; i < plan.n; ++i) {
+  const EffectiveAbsmax absmax(ctx, plan);
+  // Element i of bnb's flat output, before any transpose.
+  const auto element = [&](std::uint64_t i) {
     const std::uint8_t byte = packed[i / 2];
     // BNB-002: element 2j is the high nibble of byte j, 2j + 1 the low one.
     const int code = (i % 2 == 0) ? (byte >> 4) : (byte & 0x0F);
     const float v = FloatFromBits(table[code]);  // BNB-003: the table, not quant_map
-    const float product = v * absmax[i / plan.state.blocksize];
-    values[i] = RoundToDtype(product, plan.dtype);
-  }
-  qd::DecodedTensor decoded;
-  decoded.name = plan.layer->w;
-  const std::vector<std::uint64_t>& shape = plan.state.shape;
-  // bnb's compatibility transpose: a packed weight with first dimension 1
-  // and a rank-2 shape come back as out.t().
-  if (!w.shape.empty() && w.shape[0] == 1 && shape.size() == 2) {
-    const std::uint64_t rows = shape[0];
-    const std::uint64_t cols = shape[1];
-    decoded.shape = {cols, rows};
-    decoded.values.resize(plan.n);
-    for (std::uint64_t r = 0; r < rows; ++r) {
-      for (std::uint64_t c = 0; c < cols; ++c) decoded.values[c * rows + r] = values[r * cols + c];
+    const float product = v * absmax(i / plan.state.blocksize);
+    return RoundToDtype(product, plan.dtype);
+  };
+  // Every element decodes on its own, so even the transposed layout streams
+  // without the whole tensor: value (c, r) of out.t() [cols, rows] is
+  // element r * cols + c of the flat output.
+  const bool transposed = IsTransposed(plan);
+  const std::uint64_t rows = transposed ? plan.state.shape[0] : 0;
+  const std::uint64_t cols = transposed ? plan.state.shape[1] : 0;
+  return StreamRows(sink, index, plan.n, 1, [&](std::uint64_t first, std::uint64_t count, float* out) {
+    for (std::uint64_t o = first; o < first + count; ++o) {
+      out[o - first] = element(transposed ? (o % rows) * cols + o / rows : o);
     }
-  } else {
-    decoded.shape = shape;
-    decoded.values = std::move(values);
-  }
-  return decoded;
+  });
 }
 
-qd::DecodedTensor DecodeBlockwise8(const Context& ctx, const LayerPlan& plan) {
-  const BnbTensor& w = *plan.w;
-  const std::uint8_t* codes = ctx.Data(w);
+bool StreamBlockwise8(const Context& ctx, const LayerPlan& plan, std::size_t index,
+                      qd::TensorSink& sink) {
+  const std::uint8_t* codes = ctx.Data(*plan.w);
   const std::uint8_t* quant_map = ctx.Data(*plan.quant_map);
-  const std::vector<float> absmax = EffectiveAbsmax(ctx, plan);
-  qd::DecodedTensor decoded;
-  decoded.name = plan.layer->w;
-  decoded.shape = w.shape;
-  decoded.values.resize(plan.n);
-  for (std::uint64_t i = 0; i < plan.n; ++i) {
-    const float v = LoadF32(quant_map + 4 * static_cast<std::uint64_t>(codes[i]));
-    const float product = v * absmax[i / plan.state.blocksize];
-    decoded.values[i] = RoundToDtype(product, plan.dtype);
-  }
-  return decoded;
+  const EffectiveAbsmax absmax(ctx, plan);
+  return StreamRows(sink, index, plan.n, 1, [&](std::uint64_t first, std::uint64_t count, float* out) {
+    for (std::uint64_t i = first; i < first + count; ++i) {
+      const float v = LoadF32(quant_map + 4 * static_cast<std::uint64_t>(codes[i]));
+      const float product = v * absmax(i / plan.state.blocksize);
+      out[i - first] = RoundToDtype(product, plan.dtype);
+    }
+  });
 }
 
-qd::DecodedTensor DecodeInt8(const Context& ctx, const LayerPlan& plan) {
+bool StreamInt8(const Context& ctx, const LayerPlan& plan, std::size_t index, qd::TensorSink& sink) {
   const BnbTensor& w = *plan.w;
   const std::uint8_t* q = ctx.Data(w);
   const std::uint8_t* scb = ctx.Data(*plan.scale);
   const float inverse = FloatFromBits(kInt8ScaleBits);
-  const std::uint64_t rows = w.shape[0];
   const std::uint64_t cols = w.shape[1];
-  qd::DecodedTensor decoded;
-  decoded.name = plan.layer->w;
-  decoded.shape = w.shape;
-  decoded.values.resize(w.element_count);
-  for (std::uint64_t r = 0; r < rows; ++r) {
-    const float scale = LoadF32(scb + 4 * r);
-    for (std::uint64_t c = 0; c < cols; ++c) {
-      const float value = static_cast<float>(static_cast<std::int8_t>(q[r * cols + c]));
-      const float scaled = value * scale;               // rounded to binary32
-      decoded.values[r * cols + c] = scaled * inverse;  // rounded to binary32
+  return StreamRows(sink, index, w.shape[0], cols, [&](std::uint64_t first, std::uint64_t count, float* out) {
+    for (std::uint64_t r = first; r < first + count; ++r) {
+      const float scale = LoadF32(scb + 4 * r);
+      for (std::uint64_t c = 0; c < cols; ++c) {
+        const float value = static_cast<float>(static_cast<std::int8_t>(q[r * cols + c]));
+        const float scaled = value * scale;                  // rounded to binary32
+        out[(r - first) * cols + c] = scaled * inverse;      // rounded to binary32
+      }
     }
-  }
-  return decoded;
+  });
 }
 
-// A floating table tensor of no layer, to binary32 (F64 rounded to even).
-qd::DecodedTensor DecodeLooseFloat(const BnbTensor& tensor) {
-  qd::DecodedTensor decoded;
-  decoded.name = tensor.name;
-  decoded.shape = tensor.shape;
-  const std::uint8_t* data = tensor.bytes();
-  decoded.values.resize(tensor.element_count);
-  for (std::uint64_t i = 0; i < tensor.element_count; ++i) {
-    decoded.values[i] = FloatElement(tensor.dtype, data, i);
+bool StreamLayer(const Context& ctx, const LayerPlan& plan, std::size_t index, qd::TensorSink& sink) {
+  switch (plan.layer->kind) {
+    case LayerKind::kFourBit:
+      return StreamFourBit(ctx, plan, index, sink);
+    case LayerKind::kBlockwise8:
+      return StreamBlockwise8(ctx, plan, index, sink);
+    case LayerKind::kInt8:
+      return StreamInt8(ctx, plan, index, sink);
   }
-  return decoded;
+  return false;
 }
+
+// One tensor of the decoded output: an accepted layer's W, or a floating
+// table tensor of no layer (to binary32, F64 rounded to even).
+struct Output {
+  std::string name;
+  std::vector<std::uint64_t> shape;
+  const LayerPlan* layer = nullptr;
+  const BnbTensor* loose = nullptr;
+};
 
 }  // namespace
 
@@ -1154,7 +1170,8 @@ BnbTable BnbTableFromContainer(qd::ByteView file, const Container& container) {
   return table;
 }
 
-bool ReadBnbTable(const BnbTable& table, const std::string& file_name, qd::Outcome* outcome) {
+bool StreamBnbTable(const BnbTable& table, const std::string& file_name, qd::Outcome* outcome,
+                    qd::TensorSink& sink) {
   const TensorIndex index = IndexOf(table);
   const std::vector<Layer> layers = FindLayers(table, index);
   if (layers.empty()) return false;
@@ -1183,44 +1200,49 @@ bool ReadBnbTable(const BnbTable& table, const std::string& file_name, qd::Outco
     if (!accepted) return true;
   }
 
+  // The output sorted by name bytes: planned in that order, then decoded in
+  // that order.
   std::set<std::string> members;
   for (const Layer& layer : layers) AddMembers(layer, &members);
-  std::vector<qd::DecodedTensor> decoded;
-  for (const LayerPlan& plan : plans) {
-    switch (plan.layer->kind) {
-      case LayerKind::kFourBit:
-        decoded.push_back(DecodeFourBit(ctx, plan));
-        break;
-      case LayerKind::kBlockwise8:
-        decoded.push_back(DecodeBlockwise8(ctx, plan));
-        break;
-      case LayerKind::kInt8:
-        decoded.push_back(DecodeInt8(ctx, plan));
-        break;
-    }
-  }
+  std::vector<Output> output;
+  for (const LayerPlan& plan : plans) output.push_back({plan.layer->w, DecodedShape(plan), &plan, nullptr});
   for (const BnbTensor& tensor : table.tensors) {
     if (members.count(tensor.name) != 0 || !IsFloatDtype(tensor.dtype)) continue;
-    decoded.push_back(DecodeLooseFloat(tensor));
+    output.push_back({tensor.name, tensor.shape, nullptr, &tensor});
   }
-  std::sort(decoded.begin(), decoded.end(),
-            [](const qd::DecodedTensor& a, const qd::DecodedTensor& b) { return a.name < b.name; });
-  for (qd::DecodedTensor& tensor : decoded) outcome->tensors.push_back(std::move(tensor));
+  std::sort(output.begin(), output.end(),
+            [](const Output& a, const Output& b) { return a.name < b.name; });
+  std::vector<qd::TensorInfo> plan;
+  for (const Output& tensor : output) plan.push_back({tensor.name, tensor.shape});
+  if (!sink.Plan(plan)) return true;
+  for (std::size_t i = 0; i < output.size(); ++i) {
+    const Output& tensor = output[i];
+    const bool more = tensor.layer != nullptr
+                          ? StreamLayer(ctx, *tensor.layer, i, sink)
+                          : StreamFloatElements(tensor.loose->dtype, tensor.loose->bytes(),
+                                                tensor.loose->element_count, i, sink);
+    if (!more) break;
+  }
   return true;
 }
 
-qd::Outcome ReadBnbFile(qd::ByteView file, const std::string& file_name) {
+bool ReadBnbTable(const BnbTable& table, const std::string& file_name, qd::Outcome* outcome) {
+  qd::CollectingSink sink(&outcome->tensors);
+  return StreamBnbTable(table, file_name, outcome, sink);
+}
+
+qd::Outcome StreamBnbFile(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink) {
   qd::Outcome outcome;
   Container container;
   if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
   const BnbTable table = BnbTableFromContainer(file, container);
-  if (ReadBnbTable(table, file_name, &outcome)) return outcome;
-  // Not a bitsandbytes file: exactly what ReadSafetensors returns.
-  for (const ContainerTensor& tensor : container.tensors) {
-    if (IsFloatDtype(tensor.dtype))
-      outcome.tensors.push_back(DecodeFloatTensor(file, container, tensor));
-  }
+  if (StreamBnbTable(table, file_name, &outcome, sink)) return outcome;
+  StreamFloatTensors(file, container, sink);  // not a bitsandbytes file: what ReadSafetensors decodes
   return outcome;
+}
+
+qd::Outcome ReadBnbFile(qd::ByteView file, const std::string& file_name) {
+  return CollectStream([&](qd::TensorSink& sink) { return StreamBnbFile(file, file_name, sink); });
 }
 
 // ---------------------------------------------------------------------------

@@ -42,6 +42,7 @@
 
 #include "oracles/safetensors.h"
 #include "quantdiff/plain_data.h"
+#include "quantdiff/tensor_sink.h"
 
 namespace qd::oracle {
 
@@ -52,6 +53,13 @@ namespace qd::oracle {
 // accepted file decodes to every layer's W plus every F32/F16/BF16/F64
 // tensor that belongs to no layer, all sorted by name (byte order).
 qd::Outcome ReadBnbFile(qd::ByteView file, const std::string& file_name);
+
+// The same read, handing the decoded tensors to SINK (quantdiff/tensor_sink.h)
+// instead of returning them: every check first, then, for an accepted file,
+// the plan (sorted by name, as above), then each tensor in that order,
+// kChunkValues values (whole blocks) or whole int8 rows at a time. Same
+// findings and verdict as ReadBnbFile; the outcome's tensors are empty.
+qd::Outcome StreamBnbFile(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink);
 
 // docs/bnb.md "Detection": the container accepts the file and it has at
 // least one layer of the "Layers" table, whatever its checks would say. A
@@ -143,6 +151,11 @@ BnbTable BnbTableFromContainer(qd::ByteView file, const Container& container);
 // layer's W and every F32/F16/BF16/F64 table tensor of no layer, sorted by
 // name bytes. Returns true.
 bool ReadBnbTable(const BnbTable& table, const std::string& file_name, qd::Outcome* outcome);
+// ReadBnbTable handing the decoded output to SINK chunk by chunk (planned
+// once, every check having passed) instead of appending it to
+// outcome->tensors: the stream a .pt file's bitsandbytes layers can use too.
+bool StreamBnbTable(const BnbTable& table, const std::string& file_name, qd::Outcome* outcome,
+                    qd::TensorSink& sink);
 
 // The reference 4-bit quantizer: bitsandbytes' default (pure torch) backend
 // quantize_4bit, as the peer vectors record it.

@@ -11,7 +11,7 @@
 //   6. layer checks L1..L10 [3]
 //   7. unpacking: continuous and planar fields [4], zeros [5]
 //   8. dequantization and the decoded output [6, 7]
-//   9. ReadGptqFile
+//   9. StreamGptqFile, ReadGptqFile
 //  10. PackGptq [8]
 #include "oracles/gptq.h"
 
@@ -26,6 +26,7 @@
 #include "oracles/bytes.h"
 #include "oracles/finding.h"
 #include "oracles/json.h"
+#include "oracles/row_chunks.h"
 #include "oracles/safetensors.h"
 
 namespace qd::oracle {
@@ -953,24 +954,20 @@ std::int32_t ZeroPoint(const LayerContext& ctx, const ContainerTensor& qzeros,
 // ---------------------------------------------------------------------------
 // Section 8: dequantization and the decoded output (sections 6, 7).
 
-// Decodes an accepted layer: its codes, zeros and P+weight [N, K].
-void DecodeLayer(const LayerContext& ctx, const Layer& layer, const Geometry& geometry,
-                 GptqLayerCodes* codes, qd::DecodedTensor* weight) {
+// An accepted layer's codes [K][N] and zero points [G][N] (what ReadGptqFile
+// gives a caller that asks for them).
+void LayerCodes(const LayerContext& ctx, const Layer& layer, const Geometry& geometry,
+                GptqLayerCodes* codes) {
   const ContainerTensor& qweight = TensorAt(ctx, layer.qweight);
   const ContainerTensor& qzeros = TensorAt(ctx, layer.qzeros);
-  const ContainerTensor& scales = TensorAt(ctx, layer.scales);
-  const ContainerTensor& g_idx = TensorAt(ctx, layer.g_idx);
   const std::uint64_t K = geometry.k;
   const std::uint64_t N = geometry.n;
   const std::uint64_t G = geometry.g;
-
   codes->prefix = layer.prefix;
   codes->in_features = static_cast<std::int64_t>(K);
   codes->out_features = static_cast<std::int64_t>(N);  // N < 2^63 unless K = G = 0
   codes->groups = static_cast<std::int64_t>(G);
-  weight->name = layer.prefix + "weight";
-  weight->shape = {N, K};
-  if (N == 0) return;  // no column: nothing to decode
+  if (N == 0) return;  // no column: nothing to unpack
 
   // G > 0 here means scales holds G * N elements, so the sizes are bounded.
   codes->zeros.resize(static_cast<std::size_t>(G * N));
@@ -986,34 +983,55 @@ void DecodeLayer(const LayerContext& ctx, const Layer& layer, const Geometry& ge
       codes->codes[k * N + n] = static_cast<std::int32_t>(CodeField(ctx, qweight, geometry, k, n));
     }
   }
-  weight->values.resize(static_cast<std::size_t>(N * K));
-  for (std::uint64_t n = 0; n < N; ++n) {
-    for (std::uint64_t k = 0; k < K; ++k) {
-      // g = g_idx[k], checked to be in 0..G-1 by L8.
-      const std::uint64_t g =
-          static_cast<std::uint64_t>(static_cast<std::int32_t>(LoadWord(ctx, g_idx, k)));
-      // 1. c and z, integers; c - z in -256..255.
-      const std::int32_t c = codes->codes[k * N + n];
-      const std::int32_t z = codes->zeros[g * N + n];
-      // 2. d = (float)(c - z): exact; 0 gives +0.0.
-      const float d = static_cast<float>(c - z);
-      // 3. s = scales[g][n] widened to binary32.
-      const float s = LoadScale(ctx, scales, g * N + n);
-      // 4. one binary32 multiplication, round to nearest even.
-      const float product = d * s;
-      weight->values[n * K + k] = product;
+}
+
+// Hands an accepted layer's P+weight [N, K] to SINK as tensor number INDEX,
+// a few rows n at a time; row n is output feature n over every k.
+bool StreamLayerWeight(const LayerContext& ctx, const Layer& layer, const Geometry& geometry,
+                       std::size_t index, qd::TensorSink& sink) {
+  const ContainerTensor& qweight = TensorAt(ctx, layer.qweight);
+  const ContainerTensor& qzeros = TensorAt(ctx, layer.qzeros);
+  const ContainerTensor& scales = TensorAt(ctx, layer.scales);
+  const ContainerTensor& g_idx = TensorAt(ctx, layer.g_idx);
+  const std::uint64_t K = geometry.k;
+  const std::uint64_t N = geometry.n;
+  const std::uint64_t G = geometry.g;
+  // K = 0 or N = 0: no value, no chunk (N alone may be huge when K = G = 0;
+  // StreamRows then iterates over nothing). Otherwise G <= K, so a row's
+  // zero points take no more room than the row.
+  std::vector<std::int32_t> zeros;
+  return StreamRows(sink, index, N, K, [&](std::uint64_t first_row, std::uint64_t count, float* out) {
+    for (std::uint64_t n = first_row; n < first_row + count; ++n) {
+      zeros.resize(static_cast<std::size_t>(G));
+      for (std::uint64_t g = 0; g < G; ++g) zeros[g] = ZeroPoint(ctx, qzeros, geometry, g, n);
+      float* row = out + (n - first_row) * K;
+      for (std::uint64_t k = 0; k < K; ++k) {
+        // g = g_idx[k], checked to be in 0..G-1 by L8.
+        const std::uint64_t g =
+            static_cast<std::uint64_t>(static_cast<std::int32_t>(LoadWord(ctx, g_idx, k)));
+        // 1. c and z, integers; c - z in -256..255.
+        const std::int32_t c = static_cast<std::int32_t>(CodeField(ctx, qweight, geometry, k, n));
+        const std::int32_t z = zeros[g];
+        // 2. d = (float)(c - z): exact; 0 gives +0.0.
+        const float d = static_cast<float>(c - z);
+        // 3. s = scales[g][n] widened to binary32.
+        const float s = LoadScale(ctx, scales, g * N + n);
+        // 4. one binary32 multiplication, round to nearest even.
+        const float product = d * s;
+        row[k] = product;
+      }
     }
-  }
+  });
 }
 
 }  // namespace
 
 // ---------------------------------------------------------------------------
-// Section 9: ReadGptqFile.
+// Section 9: StreamGptqFile, ReadGptqFile.
 
-qd::Outcome ReadGptqFile(qd::ByteView file, const std::string& file_name,
-                         const std::vector<qd::SideFile>& configs,
-                         std::vector<GptqLayerCodes>* layers) {
+qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
+                           const std::vector<qd::SideFile>& configs, qd::TensorSink& sink,
+                           std::vector<GptqLayerCodes>* layers) {
   qd::Outcome outcome;
   Container container;
   // The container rules first.
@@ -1058,21 +1076,43 @@ qd::Outcome ReadGptqFile(qd::ByteView file, const std::string& file_name,
     layer_of_qweight[static_cast<std::size_t>(found[l].qweight)] = static_cast<int>(l);
     is_layer_scales[static_cast<std::size_t>(found[l].scales)] = true;
   }
-  std::vector<GptqLayerCodes> decoded_layers(found.size());
+  std::vector<std::size_t> decoded;
+  std::vector<qd::TensorInfo> plan;
   for (std::size_t t = 0; t < container.tensors.size(); ++t) {
     const ContainerTensor& tensor = container.tensors[t];
     const int l = layer_of_qweight[t];
     if (l >= 0) {
-      qd::DecodedTensor weight;
-      DecodeLayer(ctx, found[static_cast<std::size_t>(l)], geometries[static_cast<std::size_t>(l)],
-                  &decoded_layers[static_cast<std::size_t>(l)], &weight);
-      outcome.tensors.push_back(std::move(weight));
+      const Geometry& geometry = geometries[static_cast<std::size_t>(l)];
+      plan.push_back({found[static_cast<std::size_t>(l)].prefix + "weight", {geometry.n, geometry.k}});
     } else if (IsFloatDtype(tensor.dtype) && !is_layer_scales[t]) {
-      outcome.tensors.push_back(DecodeFloatTensor(file, container, tensor));
+      plan.push_back({tensor.name, tensor.shape});
+    } else {
+      continue;
     }
+    decoded.push_back(t);
   }
-  if (layers != nullptr) *layers = std::move(decoded_layers);
+  if (layers != nullptr) {
+    layers->assign(found.size(), GptqLayerCodes());
+    for (std::size_t l = 0; l < found.size(); ++l) LayerCodes(ctx, found[l], geometries[l], &(*layers)[l]);
+  }
+  if (!sink.Plan(plan)) return outcome;
+  for (std::size_t i = 0; i < decoded.size(); ++i) {
+    const std::size_t t = decoded[i];
+    const int l = layer_of_qweight[t];
+    const bool more = l >= 0 ? StreamLayerWeight(ctx, found[static_cast<std::size_t>(l)],
+                                                 geometries[static_cast<std::size_t>(l)], i, sink)
+                             : StreamFloatTensor(file, container, container.tensors[t], i, sink);
+    if (!more) break;
+  }
   return outcome;
+}
+
+qd::Outcome ReadGptqFile(qd::ByteView file, const std::string& file_name,
+                         const std::vector<qd::SideFile>& configs,
+                         std::vector<GptqLayerCodes>* layers) {
+  return CollectStream([&](qd::TensorSink& sink) {
+    return StreamGptqFile(file, file_name, configs, sink, layers);
+  });
 }
 
 // ---------------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "quantdiff/plain_data.h"
+#include "quantdiff/tensor_sink.h"
 
 namespace qd::oracle {
 
@@ -33,6 +34,15 @@ struct GptqLayerCodes {
 qd::Outcome ReadGptqFile(qd::ByteView file, const std::string& file_name,
                          const std::vector<qd::SideFile>& configs,
                          std::vector<GptqLayerCodes>* layers = nullptr);
+
+// The same read, handing the decoded tensors to SINK (quantdiff/tensor_sink.h)
+// instead of returning them: every check first, then, for an accepted file,
+// the plan, then each tensor in chunks (a layer's P+weight by rows n, a
+// floating tensor kChunkValues values at a time). Same findings and verdict
+// as ReadGptqFile; the outcome's tensors are empty. LAYERS as there.
+qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
+                           const std::vector<qd::SideFile>& configs, qd::TensorSink& sink,
+                           std::vector<GptqLayerCodes>* layers = nullptr);
 
 // docs/gptq.md section 2, Detection: the container accepts the file and it
 // has at least one layer (a tensor named P+qweight, P+qzeros, P+scales or

@@ -19,6 +19,7 @@
 #include <limits>
 #include <utility>
 
+#include "oracles/row_chunks.h"
 #include "oracles/safetensors.h"
 
 namespace qd::oracle {
@@ -221,24 +222,26 @@ bool CheckScales(qd::ByteView file, const Container& container, const Reporter& 
 // ---------------------------------------------------------------------------
 // Section 4: decoding. weight = q * half_to_f32(scale), one binary32 multiply.
 
-qd::DecodedTensor DecodeBlockTensor(qd::ByteView file, const Container& container,
-                                    const ContainerTensor& tensor, int bits) {
-  qd::DecodedTensor decoded;
-  decoded.name = tensor.name;
-  decoded.shape = tensor.shape;
-  const std::uint64_t block_count = (tensor.end - tensor.begin) / BlockBytes(bits);
-  decoded.values.resize(block_count * kBlockWeights);  // = rows * columns
-  // Blocks are stored row by row, left to right, so block b holds the
-  // weights b * 32 .. b * 32 + 31 of the row-major matrix.
-  for (std::uint64_t b = 0; b < block_count; ++b) {
-    const std::uint8_t* block = file.data + container.data_start + tensor.begin + b * BlockBytes(bits);
-    const float scale = HalfToFloat(LoadU16(block));
-    for (int n = 0; n < 32; ++n) {
-      const float q = static_cast<float>(QuantizedValue(bits, block, n));
-      decoded.values[b * kBlockWeights + n] = q * scale;
+bool StreamBlockTensor(qd::ByteView file, const Container& container, const ContainerTensor& tensor,
+                       int bits, std::size_t index, qd::TensorSink& sink) {
+  // RBQ-003 and RBQ-004 passed: rows x columns, columns / 32 blocks a row.
+  const std::uint64_t rows = tensor.shape[0];
+  const std::uint64_t columns = tensor.shape[1];
+  const std::uint64_t blocks_per_row = columns / kBlockWeights;
+  const std::uint8_t* data = file.data + container.data_start + tensor.begin;
+  return StreamRows(sink, index, rows, columns, [&](std::uint64_t row, std::uint64_t count, float* out) {
+    // Blocks are stored row by row, left to right, so block b holds the
+    // weights b * 32 .. b * 32 + 31 of the row-major matrix.
+    const std::uint64_t first_block = row * blocks_per_row;
+    for (std::uint64_t b = 0; b < count * blocks_per_row; ++b) {
+      const std::uint8_t* block = data + (first_block + b) * BlockBytes(bits);
+      const float scale = HalfToFloat(LoadU16(block));
+      for (int n = 0; n < 32; ++n) {
+        const float q = static_cast<float>(QuantizedValue(bits, block, n));
+        out[b * kBlockWeights + n] = q * scale;
+      }
     }
-  }
-  return decoded;
+  });
 }
 
 }  // namespace
@@ -289,16 +292,13 @@ std::uint16_t FloatToHalf(float value) {
 // ---------------------------------------------------------------------------
 // The reader.
 
-qd::Outcome ReadRbqFile(qd::ByteView file, const std::string& file_name) {
+qd::Outcome StreamRbqFile(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink) {
   qd::Outcome outcome;
   Container container;
   if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
 
   if (!IsRbqContainer(container)) {
-    // Exactly what ReadSafetensors returns.
-    for (const ContainerTensor& tensor : container.tensors) {
-      if (IsFloatDtype(tensor.dtype)) outcome.tensors.push_back(DecodeFloatTensor(file, container, tensor));
-    }
+    StreamFloatTensors(file, container, sink);  // exactly what ReadSafetensors decodes
     return outcome;
   }
 
@@ -311,14 +311,27 @@ qd::Outcome ReadRbqFile(qd::ByteView file, const std::string& file_name) {
   if (!CheckByteLengths(container, report, bits)) return outcome;               // RBQ-004
   if (!CheckScales(file, container, report, bits)) return outcome;              // RBQ-005
 
+  // Every block tensor and every floating tensor, in container order.
+  std::vector<const ContainerTensor*> decoded;
+  std::vector<qd::TensorInfo> plan;
   for (const ContainerTensor& tensor : container.tensors) {
-    if (IsBlockDtype(tensor.dtype)) {
-      outcome.tensors.push_back(DecodeBlockTensor(file, container, tensor, bits));
-    } else if (IsFloatDtype(tensor.dtype)) {
-      outcome.tensors.push_back(DecodeFloatTensor(file, container, tensor));
-    }
+    if (!IsBlockDtype(tensor.dtype) && !IsFloatDtype(tensor.dtype)) continue;
+    decoded.push_back(&tensor);
+    plan.push_back({tensor.name, tensor.shape});
+  }
+  if (!sink.Plan(plan)) return outcome;
+  for (std::size_t i = 0; i < decoded.size(); ++i) {
+    const ContainerTensor& tensor = *decoded[i];
+    const bool more = IsBlockDtype(tensor.dtype)
+                          ? StreamBlockTensor(file, container, tensor, bits, i, sink)
+                          : StreamFloatTensor(file, container, tensor, i, sink);
+    if (!more) break;
   }
   return outcome;
+}
+
+qd::Outcome ReadRbqFile(qd::ByteView file, const std::string& file_name) {
+  return CollectStream([&](qd::TensorSink& sink) { return StreamRbqFile(file, file_name, sink); });
 }
 
 // ---------------------------------------------------------------------------

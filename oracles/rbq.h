@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "quantdiff/plain_data.h"
+#include "quantdiff/tensor_sink.h"
 
 namespace qd::oracle {
 
@@ -22,6 +23,13 @@ namespace qd::oracle {
 // every block tensor and every F32/F16/BF16/F64 tensor is decoded to binary32
 // in (begin, end, name) order.
 qd::Outcome ReadRbqFile(qd::ByteView file, const std::string& file_name);
+
+// The same read, handing the decoded tensors to SINK (quantdiff/tensor_sink.h)
+// instead of returning them: every check first, then, for an accepted file,
+// the plan, then each tensor in chunks of whole rows (a block tensor) or of
+// kChunkValues values (a floating one). Same findings and verdict as
+// ReadRbqFile; the outcome's tensors are empty.
+qd::Outcome StreamRbqFile(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink);
 
 // The oracle's detection (README "Which format a file is"): the container
 // accepts the file and it has a Q4B32/Q8B32 tensor or a __metadata__ format

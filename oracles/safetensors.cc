@@ -19,6 +19,7 @@
 #include <tuple>
 
 #include "oracles/json.h"
+#include "oracles/row_chunks.h"
 
 namespace qd::oracle {
 namespace {
@@ -481,18 +482,33 @@ bool IsFloatDtype(const std::string& dtype) {
   return dtype == "F32" || dtype == "F16" || dtype == "BF16" || dtype == "F64";
 }
 
-qd::DecodedTensor DecodeFloatTensor(qd::ByteView file, const Container& container,
-                                    const ContainerTensor& tensor) {
-  qd::DecodedTensor decoded;
-  decoded.name = tensor.name;
-  decoded.shape = tensor.shape;
+bool StreamFloatElements(const std::string& dtype, const std::uint8_t* data, std::uint64_t count,
+                         std::size_t index, qd::TensorSink& sink) {
+  // Each element decodes on its own: rows of one value.
+  return StreamRows(sink, index, count, 1, [&](std::uint64_t first, std::uint64_t n, float* out) {
+    for (std::uint64_t i = 0; i < n; ++i) out[i] = FloatElement(dtype, data, first + i);
+  });
+}
+
+bool StreamFloatTensor(qd::ByteView file, const Container& container, const ContainerTensor& tensor,
+                       std::size_t index, qd::TensorSink& sink) {
   // ST-010 and ST-013 passed: element_count * size bytes lie inside the file.
   const std::uint8_t* data = file.data + container.data_start + tensor.begin;
-  decoded.values.resize(tensor.element_count);
-  for (std::uint64_t i = 0; i < tensor.element_count; ++i) {
-    decoded.values[i] = FloatElement(tensor.dtype, data, i);
+  return StreamFloatElements(tensor.dtype, data, tensor.element_count, index, sink);
+}
+
+void StreamFloatTensors(qd::ByteView file, const Container& container, qd::TensorSink& sink) {
+  std::vector<const ContainerTensor*> floats;
+  std::vector<qd::TensorInfo> plan;
+  for (const ContainerTensor& tensor : container.tensors) {
+    if (!IsFloatDtype(tensor.dtype)) continue;
+    floats.push_back(&tensor);
+    plan.push_back({tensor.name, tensor.shape});
   }
-  return decoded;
+  if (!sink.Plan(plan)) return;
+  for (std::size_t i = 0; i < floats.size(); ++i) {
+    if (!StreamFloatTensor(file, container, *floats[i], i, sink)) return;
+  }
 }
 
 float FloatElement(const std::string& dtype, const std::uint8_t* data, std::uint64_t i) {
@@ -506,14 +522,15 @@ float FloatElement(const std::string& dtype, const std::uint8_t* data, std::uint
   return static_cast<float>(wide);
 }
 
-qd::Outcome ReadSafetensors(qd::ByteView file, const std::string& file_name) {
+qd::Outcome StreamSafetensors(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink) {
   qd::Outcome outcome;
   Container container;
-  if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
-  for (const ContainerTensor& tensor : container.tensors) {
-    if (IsFloatDtype(tensor.dtype)) outcome.tensors.push_back(DecodeFloatTensor(file, container, tensor));
-  }
+  if (CheckContainer(file, file_name, &outcome, &container)) StreamFloatTensors(file, container, sink);
   return outcome;
+}
+
+qd::Outcome ReadSafetensors(qd::ByteView file, const std::string& file_name) {
+  return CollectStream([&](qd::TensorSink& sink) { return StreamSafetensors(file, file_name, sink); });
 }
 
 }  // namespace qd::oracle

@@ -18,12 +18,14 @@
 #ifndef QUANTDIFF_ORACLES_SAFETENSORS_H_
 #define QUANTDIFF_ORACLES_SAFETENSORS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "quantdiff/plain_data.h"
+#include "quantdiff/tensor_sink.h"
 
 namespace qd::oracle {
 
@@ -32,6 +34,13 @@ namespace qd::oracle {
 // F32, F16, BF16 and F64 tensor to binary32 in (begin, end, name) order.
 // Every other dtype (including Q4B32 and Q8B32) is skipped.
 qd::Outcome ReadSafetensors(qd::ByteView file, const std::string& file_name);
+
+// The same read, handing the decoded tensors to SINK chunk by chunk
+// (quantdiff/tensor_sink.h) instead of returning them: an accepted file's
+// float tensors are planned, then each comes kChunkValues values at a time.
+// The outcome's findings and verdict are ReadSafetensors'; its tensors are
+// empty.
+qd::Outcome StreamSafetensors(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink);
 
 // ---------------------------------------------------------------------------
 // Pieces shared with rbq.cc (the RBQ reader runs the container first).
@@ -63,12 +72,24 @@ struct Container {
 bool CheckContainer(qd::ByteView file, const std::string& file_name,
                     qd::Outcome* outcome, Container* container);
 
-// Appends to outcome->tensors every F32, F16, BF16 and F64 tensor of an
-// accepted container, in container->tensors order. Other dtypes are skipped.
-// (Exposed for rbq.cc, which decodes the block tensors in between.)
+// The floating dtypes the readers decode: F32, F16, BF16, F64.
 bool IsFloatDtype(const std::string& dtype);
-qd::DecodedTensor DecodeFloatTensor(qd::ByteView file, const Container& container,
-                                    const ContainerTensor& tensor);
+// Hands COUNT elements of little-endian DTYPE (F32, F16, BF16, F64) data to
+// SINK as tensor number INDEX of its plan, widened to binary32 as
+// FloatElement does, kChunkValues values at a time. False when the sink stops.
+bool StreamFloatElements(const std::string& dtype, const std::uint8_t* data, std::uint64_t count,
+                         std::size_t index, qd::TensorSink& sink);
+// Hands an F32/F16/BF16/F64 tensor of an accepted container to SINK as
+// tensor number INDEX of its plan, kChunkValues values at a time. False when
+// the sink stops. (Exposed for rbq.cc, bnb.cc and gptq.cc, which stream the
+// floating tensors in between their own.)
+bool StreamFloatTensor(qd::ByteView file, const Container& container, const ContainerTensor& tensor,
+                       std::size_t index, qd::TensorSink& sink);
+// Plans every F32/F16/BF16/F64 tensor of an accepted container, in
+// container->tensors order (other dtypes are skipped), and streams them:
+// what ReadSafetensors decodes, for the readers that find the file is not
+// theirs.
+void StreamFloatTensors(qd::ByteView file, const Container& container, qd::TensorSink& sink);
 
 // IEEE 754 binary16 bits -> binary32 value, exact, written bit by bit.
 float HalfToFloat(std::uint16_t half);

@@ -15,6 +15,8 @@
 #include "codecs/rbq.h"
 #include "oracles/rbq.h"
 #include "property_tests/gen/files.h"
+#include "quantdiff/tensor_sink.h"
+#include "tests/recording_sink.h"
 
 namespace {
 
@@ -416,6 +418,62 @@ TEST(RbqVectors, PlainSafetensorsFileIsNotAnRbqFile) {
   const qdtest::Metadata meta = {{"format", "pt"}};
   const Bytes file = qdtest::SafetensorsFile({{"m", "F32", {1, 1}, {0, 0, 0x80, 0xbf}}}, &meta);
   ExpectDecoded(file, 0, "m", {1, 1}, {-1.0f});
+}
+
+// ---- streaming by row chunk (issue 9, section 3) ---------------------------------
+//
+// A Q8B32 matrix of 1100 rows x 1024 columns (1,126,400 values, more than
+// qd::kChunkValues = 2^20) must come from either side's stream in more than
+// one chunk, none over kChunkValues, together giving every value once.
+// Counting pattern: weight v = r * 1024 + c has payload byte v mod 256
+// (q = that byte as a two's complement int8), and row r's scale is
+// 2^(r mod 4 - 1) (binary16 0x3800 = 0.5, 0x3c00 = 1, 0x4000 = 2, 0x4400 =
+// 4), so value v = q * 2^(r mod 4 - 1), exact in binary32.
+TEST(RbqVectors, LargeMatrixStreamsInRowChunksWithEveryValue) {
+  constexpr std::uint64_t kRows = 1100;
+  constexpr std::uint64_t kColumns = 1024;
+  const std::uint16_t kScales[4] = {0x3800, 0x3c00, 0x4000, 0x4400};
+  const float kScaleValues[4] = {0.5f, 1.0f, 2.0f, 4.0f};
+  Bytes blocks;
+  std::vector<float> want;
+  for (std::uint64_t r = 0; r < kRows; ++r) {
+    for (std::uint64_t j = 0; j < kColumns / 32; ++j) {
+      blocks.push_back(static_cast<std::uint8_t>(kScales[r % 4] & 0xff));
+      blocks.push_back(static_cast<std::uint8_t>(kScales[r % 4] >> 8));
+      for (std::uint64_t n = 0; n < 32; ++n) {
+        const std::uint8_t byte = static_cast<std::uint8_t>((r * kColumns + j * 32 + n) % 256);
+        blocks.push_back(byte);
+        want.push_back(static_cast<float>(static_cast<std::int8_t>(byte)) * kScaleValues[r % 4]);
+      }
+    }
+  }
+  ASSERT_GT(want.size(), qd::kChunkValues);
+  const Bytes file = qdtest::RbqFile(8, kRows, kColumns, blocks);
+  const qd::ByteView view{file.data(), file.size()};
+  for (int side = 0; side < 2; ++side) {
+    SCOPED_TRACE(side == 0 ? "oracle StreamRbqFile" : "codec StreamRbqFile");
+    qd::test::RecordingSink sink;
+    const qd::Outcome o = side == 0 ? qd::oracle::StreamRbqFile(view, kName, sink)
+                                    : qd::codec::StreamRbqFile(view, kName, sink);
+    ASSERT_FALSE(o.refused) << Findings(o);
+    EXPECT_TRUE(o.findings.empty()) << Findings(o);
+    EXPECT_TRUE(o.tensors.empty());
+    ASSERT_NO_FATAL_FAILURE(qd::test::ExpectOneTensorInSeveralChunks(sink, "w", {kRows, kColumns}));
+    // The oracle cuts whole rows: 1024 rows of 1024 values fill a chunk
+    // (2^20 values), then the last 76 rows.
+    if (side == 0) {
+      EXPECT_EQ(sink.chunks, 2u);
+    }
+    const std::vector<float>& got = sink.tensors[0].values;
+    ASSERT_EQ(got.size(), want.size());
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      if (Bits(got[i]) != Bits(want[i]) && wrong++ < 5) {
+        ADD_FAILURE() << "element " << i << ": got " << got[i] << ", expected " << want[i];
+      }
+    }
+    EXPECT_EQ(wrong, 0u);
+  }
 }
 
 }  // namespace

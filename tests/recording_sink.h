@@ -10,11 +10,13 @@
 //   qd::test::RecordingSink sink;
 //   f.codec_stream(bytes, name, side_files, sink);
 //   EXPECT_EQ(sink.tensors[0].values, want);
+//   qd::test::ExpectOneTensorInSeveralChunks(sink, "w", {4096, 4096});
 #ifndef QUANTDIFF_TESTS_RECORDING_SINK_H_
 #define QUANTDIFF_TESTS_RECORDING_SINK_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -73,6 +75,19 @@ class RecordingSink : public qd::TensorSink {
  private:
   std::size_t current_ = 0;
 };
+
+// SINK received one planned tensor, NAME of SHAPE, complete, in more than
+// one chunk and none over kChunkValues: what a stream of a tensor larger
+// than a chunk must do. Its values: sink.tensors[0].values.
+inline void ExpectOneTensorInSeveralChunks(const RecordingSink& sink, const std::string& name,
+                                           const std::vector<std::uint64_t>& shape) {
+  ASSERT_EQ(sink.plan.size(), 1u);
+  EXPECT_EQ(sink.plan[0].name, name);
+  EXPECT_EQ(sink.plan[0].shape, shape);
+  EXPECT_TRUE(sink.Complete());
+  EXPECT_GT(sink.chunks, 1u);
+  EXPECT_LE(sink.largest_chunk, qd::kChunkValues);
+}
 
 }  // namespace qd::test
 

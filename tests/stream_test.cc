@@ -12,6 +12,8 @@
 
 #include "harness/registry.h"
 #include "harness/stream_differ.h"
+#include "property_tests/gen/bnb_tables.h"
+#include "property_tests/gen/files.h"
 #include "tests/recording_sink.h"
 
 namespace {
@@ -226,6 +228,60 @@ TEST(DiffStreams, AMissingLastChunkIsFoundAtTheEnd) {
   EXPECT_EQ(d.divergence->signature, "DIFF:safetensors:bytes:tensor-header");
   EXPECT_NE(d.divergence->detail.find("stopped at element 4"), std::string::npos)
       << d.divergence->detail;
+}
+
+// bnb's compatibility transpose (docs/bnb.md "Decoding": a packed weight of
+// first dimension 1 and a rank-2 shape [R, C] come back as out.t(), [C, R])
+// on a layer of more than kChunkValues values: both streams must cut it into
+// several chunks and still give value (c, r) = flat element r * C + c, where
+// flat element i = nf4[code i] * absmax[i / 64], code 2j the high nibble of
+// packed byte j and 2j + 1 its low one. Bytes count (j * 7 + 3) mod 256;
+// absmax[b] = 0.5, 1, 2 by b mod 3 (powers of two: every product exact).
+TEST(Streams, BnbTransposedLayerLargerThanAChunkComesInChunks) {
+  constexpr std::uint64_t kR = 3;
+  constexpr std::uint64_t kC = 400000;
+  constexpr std::uint64_t kN = kR * kC;
+  constexpr std::uint64_t kBlock = 64;
+  ASSERT_GT(kN, qd::kChunkValues);
+  std::vector<std::uint8_t> packed(kN / 2);
+  for (std::uint64_t j = 0; j < packed.size(); ++j) packed[j] = static_cast<std::uint8_t>((j * 7 + 3) % 256);
+  const float kAbsmax[3] = {0.5f, 1.0f, 2.0f};
+  std::vector<std::uint8_t> absmax;
+  for (std::uint64_t b = 0; b < kN / kBlock; ++b) {
+    const auto bits = std::bit_cast<std::uint32_t>(kAbsmax[b % 3]);
+    for (int k = 0; k < 4; ++k) absmax.push_back(static_cast<std::uint8_t>(bits >> (8 * k)));
+  }
+  std::vector<std::uint8_t> quant_map;
+  for (int code = 0; code < 16; ++code) {
+    for (int k = 0; k < 4; ++k) quant_map.push_back(static_cast<std::uint8_t>(qdtest::kNf4Hex[code] >> (8 * k)));
+  }
+  const std::string state = "{\"quant_type\": \"nf4\", \"blocksize\": 64, \"dtype\": \"float32\", "
+                            "\"shape\": [3, 400000]}";
+  const std::vector<std::uint8_t> file = qdtest::SafetensorsFile(
+      {{"w", "U8", {1, kN / 2}, packed},
+       {"w.absmax", "F32", {kN / kBlock}, absmax},
+       {"w.quant_map", "F32", {16}, quant_map},
+       {"w.quant_state.bitsandbytes__nf4", "U8", {state.size()}, {state.begin(), state.end()}}},
+      nullptr);
+  std::vector<float> want(kN);
+  for (std::uint64_t i = 0; i < kN; ++i) {
+    const std::uint8_t byte = packed[i / 2];
+    const int code = i % 2 == 0 ? byte >> 4 : byte & 0x0F;
+    const float flat = qdtest::BnbTableValue(/*fp4=*/false, code) * kAbsmax[(i / kBlock) % 3];
+    const std::uint64_t r = i / kC;
+    const std::uint64_t c = i % kC;
+    want[c * kR + r] = flat;
+  }
+  const qd::harness::FormatEntry& bnb = *qd::harness::FindFormat("bnb");
+  for (Stream stream : {bnb.oracle_stream, bnb.codec_stream}) {
+    SCOPED_TRACE(stream == bnb.oracle_stream ? "oracle_stream" : "codec_stream");
+    RecordingSink sink;
+    const qd::Outcome o = stream({file.data(), file.size()}, "t.safetensors", {}, sink);
+    ASSERT_FALSE(o.refused);
+    EXPECT_TRUE(o.findings.empty());
+    ASSERT_NO_FATAL_FAILURE(qd::test::ExpectOneTensorInSeveralChunks(sink, "w", {kC, kR}));
+    EXPECT_TRUE(SameBits(sink.tensors[0].values, want));
+  }
 }
 
 }  // namespace
