@@ -112,7 +112,9 @@ TEST(DiffStreams, AgreesWithCompareOnWholeOutcomes) {
       EXPECT_EQ(streamed.codec->refused, codec.refused);
       EXPECT_EQ(streamed.oracle->findings.size(), oracle.findings.size());
       EXPECT_EQ(streamed.divergence.has_value(), whole.has_value());
-      if (whole && streamed.divergence) EXPECT_EQ(streamed.divergence->signature, whole->signature);
+      if (whole && streamed.divergence) {
+        EXPECT_EQ(streamed.divergence->signature, whole->signature);
+      }
       ++cases;
     }
   }
