@@ -77,7 +77,7 @@ std::string_view KindName(PtKind kind) {
     case PtKind::kToken: return "a global (dtype or class)";
     case PtKind::kStorage: return "a storage";
     case PtKind::kTensor: return "a tensor";
-    default: return "a sequence holding a value it cannot represent";
+    default: return "a tuple or list holding another kind";
   }
 }
 
@@ -101,8 +101,8 @@ std::optional<qd::Finding> PlanPtConversion(const qd::codec::PtResult& read,
       f.tensor = qd::reports::ValidUtf8(name);
       f.field = "metadata";
       f.message = "the entry is " + std::string(KindName(read.Node(node).kind)) +
-                  ", which a __metadata__ string cannot represent (convert writes str, int, "
-                  "float, bool and tuples/lists of them); nothing written";
+                  "; __metadata__ holds strings, and convert writes only str, int, float, bool "
+                  "and tuples or lists of them as one; nothing written";
       return f;
     }
     plan->metadata.emplace_back(name, std::move(*text));
