@@ -1,5 +1,6 @@
 // quantdiff convert: repack a GPTQ file into another GPTQ format (v1 <-> v2,
-// continuous <-> planar), checked by the oracle before anything is kept.
+// continuous <-> planar), checked by the oracle before anything is kept; or
+// a torch .pt/.bin file to safetensors (cli/convert_pt.cc).
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/convert.h"
+#include "cli/convert_pt.h"
 
 #include "cli/common.h"
 #include "cli/decoded_output.h"
@@ -23,8 +25,24 @@ namespace qd::cli {
 
 extern const std::string_view kConvertHelp =
     "usage: quantdiff convert FILE --to FORMAT --out OUT.safetensors [--config CONFIG.json]\n"
+    "       quantdiff convert IN.pt|IN.bin --to safetensors --out OUT.safetensors\n"
     "\n"
-    "Repacks every GPTQ layer of FILE into FORMAT (docs/gptq.md section 9):\n"
+    "--to safetensors: the safe way out of pickle (docs/pt.md section 13). IN, a\n"
+    "torch.save file, is read by the .pt reader, which executes nothing; a file\n"
+    "it refuses (PT- and BNB- rules) is refused. Every tensor of its state dict\n"
+    "is written verbatim: same name, dtype, shape and bytes, in C order (views\n"
+    "and big-endian files materialised). Every other entry becomes a\n"
+    "__metadata__ string: a str as its text, an int in decimal, a float as its\n"
+    "shortest round-trip decimal (2.0, 1e-05, inf, nan), a bool as true/false,\n"
+    "a tuple, list or torch.Size of these as a JSON array ([40, 30]). An entry\n"
+    "of any other kind (None, a tensor inside a list, ...) is ST-006, a name\n"
+    "a safetensors header cannot hold is ST-004/005/006: refused, nothing\n"
+    "written. The OrderedDict's _metadata attribute is not an entry (dropped).\n"
+    "OUT is checked as `quantdiff check OUT` will read it before it is kept;\n"
+    "GPTQ tensor names with no quantize config beside OUT are checked as the\n"
+    "container (a note says so: check OUT then needs the config).\n"
+    "\n"
+    "Otherwise repacks every GPTQ layer of FILE into FORMAT (docs/gptq.md section 9):\n"
     "  gptq     v1 continuous pack, zero points stored minus one\n"
     "  gptq_v2  continuous pack, true zero points\n"
     "  gptq_p   planar bit planes, true zero points\n"
@@ -44,12 +62,12 @@ extern const std::string_view kConvertHelp =
     "kept. OUT and its config are written to new temporary files and renamed\n"
     "into place; they may not be an input or an existing non-regular file.\n"
     "\n"
-    "  --to FORMAT    gptq, gptq_v2 or gptq_p (required)\n"
+    "  --to FORMAT    gptq, gptq_v2, gptq_p or safetensors (required)\n"
     "  --out FILE     the safetensors file to write (required)\n"
     "  --config FILE  FILE's quantize config; without it the config is looked up\n"
     "                 beside FILE as for decode\n"
     "\n"
-    "exit: 0 written, 1 FILE refused, a zero point or width the target cannot\n"
+    "exit: 0 written, 1 FILE refused, an entry or name OUT cannot hold, a zero point or width the target cannot\n"
     "      hold, an output the oracle reads differently or check would refuse\n"
     "      (nothing written), 2 usage error, unreadable FILE, or OUT unwritable\n"
     "      or not allowed\n";
@@ -237,12 +255,16 @@ int RunConvert(const std::vector<std::string>& argv) {
   const std::optional<std::string> out = args.Get("out");
   if (!out || out->empty()) return UsageError("convert", "--out OUT.safetensors is required");
   const std::optional<std::string> to = args.Get("to");
+  const std::string& path = args.positional[0];
+  if (to == "safetensors") {
+    if (args.Get("config")) return UsageError("convert", "--config is for the GPTQ targets");
+    return RunConvertPt(path, *out);
+  }
   qd::codec::GptqFormat target{};
   if (!to || !ParseTarget(*to, &target)) {
-    return UsageError("convert", "--to must be gptq, gptq_v2 or gptq_p");
+    return UsageError("convert", "--to must be gptq, gptq_v2, gptq_p or safetensors");
   }
 
-  const std::string& path = args.positional[0];
   if (!CheckOutputTarget(*out, {path}, &error) ||
       !CheckOutputTarget(ConfigPathFor(*out), {path}, &error)) {
     return IoError("convert", error);

@@ -99,13 +99,7 @@ int RunDecode(const std::vector<std::string>& argv) {
   if (*out != kStandardOutput) {
     // What quantdiff writes, it must accept: the file as `check OUT` will
     // read it, configs found beside OUT included (issue 9 section 2).
-    InputFile written;
-    qd::harness::SideFiles beside;
-    if (!OpenInput(output.temporary_path(), &written, &error) ||
-        !SideFilesAfterWriting(*out, {}, &beside, &error)) {
-      return IoError("decode", error);
-    }
-    const int verdict = VerifyAsCheckWould(written.View(), *out, beside, &error);
+    const int verdict = VerifyWrittenAsCheckWould(output.temporary_path(), *out, &error);
     if (verdict == kExitUsage) return IoError("decode", error);
     if (verdict != kExitOk) return verdict;
   }

@@ -23,11 +23,22 @@
 #include <string>
 #include <vector>
 
+#include "codecs/safetensors.h"
 #include "quantdiff/tensor_sink.h"
 #include "harness/registry.h"
 #include "quantdiff/plain_data.h"
 
 namespace qd::cli {
+
+// The header (cli writes it first, then the tensors' bytes in the order given)
+// of a safetensors file holding TENSORS and METADATA, or the finding that
+// refuses it: a tensor name or a metadata key or value that is ill-formed
+// UTF-8 (ST-004), a name twice (ST-005), a tensor named "__metadata__"
+// (ST-006), a header over 100,000,000 bytes (ST-002). OUTPUT_NAME is the file
+// the finding names.
+std::optional<qd::Finding> BuildOutputHeader(const std::vector<qd::codec::TensorToWrite>& tensors,
+                                             const qd::codec::MetadataList* metadata,
+                                             const std::string& output_name, std::string* header);
 
 class SafetensorsF32Sink : public qd::TensorSink {
  public:
@@ -35,9 +46,8 @@ class SafetensorsF32Sink : public qd::TensorSink {
   // OUTPUT_NAME is the file named in a finding about the output.
   SafetensorsF32Sink(ByteWriter write, std::string output_name);
 
-  // Refuses (false, finding() set) names the safetensors rules forbid in a
-  // header: "__metadata__" (ST-006), a name twice (ST-005), ill-formed UTF-8
-  // (ST-004), a header over 100,000,000 bytes (ST-002); else writes the header.
+  // Refuses (false, finding() set) what BuildOutputHeader refuses; else
+  // writes the header.
   bool Plan(const std::vector<qd::TensorInfo>& tensors) override;
   bool Take(const qd::TensorChunk& chunk) override;
 
@@ -77,6 +87,15 @@ bool SideFilesAfterWriting(const std::string& target, const qd::harness::SideFil
 // with *error (the reader threw).
 int VerifyAsCheckWould(qd::ByteView bytes, const std::string& target,
                        const qd::harness::SideFiles& side_files, std::string* error);
+
+// VerifyAsCheckWould on the file written at TEMPORARY (about to be renamed
+// to TARGET) with the configs found beside TARGET; 2 with *error when either
+// cannot be read. With CONTAINER_NOTE: a file `check` reads as a format that
+// needs a quantize config (GPTQ), with no config beside TARGET, is checked as
+// the safetensors container alone and *container_note says so (convert of a
+// .pt, whose tensors were never read as that format: docs/pt.md 6.4).
+int VerifyWrittenAsCheckWould(const std::string& temporary, const std::string& target,
+                              std::string* error, std::string* container_note = nullptr);
 
 }  // namespace qd::cli
 

@@ -22,6 +22,7 @@
 
 #include "codecs/safetensors.h"
 #include "property_tests/gen/half.h"
+#include "tests/safetensors_by_the_tests.h"
 
 namespace qdtest::peer {
 
@@ -68,26 +69,14 @@ struct File {
 };
 
 // A floating tensor of a safetensors file in binary32 as the tests read it,
-// sharing nothing with the readers under test: the header parsed here (u64
-// little-endian length N, then JSON; data at 8 + N + data_offsets) and the
-// values widened by property_tests/gen/half.h. Empty when the tensor is
+// sharing nothing with the readers under test: the header parsed by
+// tests/safetensors_by_the_tests.h and the values widened by property_tests/gen/half.h. Empty when the tensor is
 // missing, out of the file, or not F16, BF16, F32 or F64.
 inline std::vector<float> FloatsReadByTheTests(const std::vector<std::uint8_t>& file,
                                                const std::string& name) {
-  if (file.size() < 8) return {};
-  std::uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | file[i];
-  if (n > file.size() - 8) return {};
-  const auto header_begin = file.begin() + 8;
-  const nlohmann::json header =
-      nlohmann::json::parse(header_begin, header_begin + static_cast<std::ptrdiff_t>(n), nullptr, false);
-  if (!header.is_object() || !header.contains(name)) return {};
-  const nlohmann::json& t = header[name];
-  const std::uint64_t begin = t["data_offsets"][0].get<std::uint64_t>();
-  const std::uint64_t end = t["data_offsets"][1].get<std::uint64_t>();
-  if (end < begin || end > file.size() - 8 - n) return {};
-  return qdtest::LittleEndianFloats(t["dtype"].get<std::string>(), file.data() + 8 + n + begin,
-                                    end - begin);
+  const qdtest::RawTensor t = qdtest::TensorReadByTheTests(file, name);
+  if (!t.found) return {};
+  return qdtest::LittleEndianFloats(t.dtype, t.bytes.data(), t.bytes.size());
 }
 
 // ok is false when the file is missing or the container refuses it.

@@ -28,6 +28,7 @@
 #include "codecs/pt.h"
 #include "codecs/safetensors.h"
 #include "tests/peer/peer_file.h"
+#include "tests/peer/pt_peer_cases.h"
 
 namespace {
 
@@ -38,23 +39,9 @@ using qd::codec::PtKind;
 using qd::codec::PtResult;
 using qdtest::peer::ReadBytes;
 
-const fs::path kDir = QD_PEER_PT_DIR;
-const char kPwned[] = "/tmp/quantdiff_pwned";
-
-std::string Sha256Hex(const std::vector<std::uint8_t>& bytes) {
-  sha256_ctx ctx;
-  sha256_init(&ctx);
-  sha256_update(&ctx, bytes.size(), bytes.data());
-  std::uint8_t digest[SHA256_DIGEST_SIZE];
-  sha256_digest(&ctx, SHA256_DIGEST_SIZE, digest);
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (std::uint8_t b : digest) {
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
-  }
-  return out;
-}
+namespace pt_peer = qdtest::pt_peer;
+using pt_peer::kDir;
+using pt_peer::kRejects;
 
 std::string TorchDtype(Dtype d) {
   switch (d) {
@@ -72,11 +59,6 @@ std::string TorchDtype(Dtype d) {
   }
 }
 
-json Manifest() {
-  std::ifstream in(kDir / "manifest.json");
-  return json::parse(in);
-}
-
 const json* FindCase(const json& manifest, const std::string& file) {
   for (const json& c : manifest["cases"]) {
     if (c["file"] == file) return &c;
@@ -84,36 +66,8 @@ const json* FindCase(const json& manifest, const std::string& file) {
   return nullptr;
 }
 
-// docs/pt.md section 9 (peer case column) and section 12 (offsets, fields).
-//
-// crc_mismatch.pt, as corrected upstream: it differs from gptq4_sd.pt in
-// byte 709 only, inside the stored data of gptq4_sd/data/0, so every header
-// agrees and the CRC-32 check refuses it: PT-008, field crc32, at that
-// entry's data start (docs/pt.md 2.4 and 8). The offset, read by hand from the
-// file's ZIP structure (struct offsets of APPNOTE 4.3.7, 4.3.12, 4.3.16):
-// the end record at n - 22 = 11215 gives 6 entries and cd_off 10770; the
-// second central entry, at 10833, is gptq4_sd/data/0 with size 8192 and
-// local header offset h = 597; that local header's name length is 15 and its
-// extra length 62 (the FB padding), so the data start is
-// h + 30 + 15 + 62 = 704, and 704 <= 709 < 704 + 8192.
-struct Expected {
-  const char* category;
-  const char* rule;
-  const char* field;
-  std::int64_t offset;
-};
-const std::map<std::string, Expected> kRejects = {
-    {"legacy_format.pt", {"PT-legacy", "PT-001", "format", 0}},
-    {"hostile_os_system.pt", {"PT-global", "PT-011", "global", 59}},
-    {"hostile_stack_global.pt", {"PT-global", "PT-011", "global", 80}},
-    {"hostile_eval.pt", {"PT-global", "PT-011", "global", 51}},
-    {"hostile_deep_marks.pt", {"PT-limits", "PT-012", "marks", 304}},
-    {"zip_traversal.pt", {"PT-zip", "PT-004", "name", 62}},
-    {"crc_mismatch.pt", {"PT-zip", "PT-008", "crc32", 704}},
-};
-
 TEST(PtPeer, ManifestHasTwelveCases) {
-  const json m = Manifest();
+  const json m = pt_peer::Manifest();
   ASSERT_EQ(m["cases"].size(), 12u);
   int accepts = 0, rejects = 0;
   for (const json& c : m["cases"]) {
@@ -132,7 +86,7 @@ TEST(PtPeer, ManifestHasTwelveCases) {
 class PtPeerAccept : public testing::TestWithParam<std::string> {};
 
 TEST_P(PtPeerAccept, TensorsMatch) {
-  const json m = Manifest();
+  const json m = pt_peer::Manifest();
   const json* c = FindCase(m, GetParam());
   ASSERT_NE(c, nullptr);
   ASSERT_EQ((*c)["verdict"], "accept");
@@ -150,7 +104,8 @@ TEST_P(PtPeerAccept, TensorsMatch) {
   for (auto it = sums.begin(); it != sums.end(); ++it) {
     const qd::codec::PtTensor* t = r.Tensor(it.key());
     ASSERT_NE(t, nullptr) << it.key();
-    EXPECT_EQ(Sha256Hex(qd::codec::PtTensorBytes(*t)), it.value().get<std::string>()) << it.key();
+    EXPECT_EQ(pt_peer::Sha256Hex(qd::codec::PtTensorBytes(*t)), it.value().get<std::string>())
+        << it.key();
     if (c->contains("tensors")) {
       const json& spec = (*c)["tensors"][it.key()];
       EXPECT_EQ(TorchDtype(t->dtype), spec[0].get<std::string>()) << it.key();
@@ -239,11 +194,11 @@ TEST(PtPeer, BnbLikeMixedValues) {
 class PtPeerReject : public testing::TestWithParam<std::string> {};
 
 TEST_P(PtPeerReject, RefusedWithTheRule) {
-  const json m = Manifest();
+  const json m = pt_peer::Manifest();
   const json* c = FindCase(m, GetParam());
   ASSERT_NE(c, nullptr);
   ASSERT_EQ((*c)["verdict"], "reject");
-  const Expected& want = kRejects.at(GetParam());
+  const pt_peer::Expected& want = kRejects.at(GetParam());
   const std::vector<std::uint8_t> bytes = ReadBytes(kDir / GetParam());
   ASSERT_FALSE(bytes.empty());
   const qd::ByteView view{bytes.data(), bytes.size()};
@@ -265,7 +220,7 @@ TEST_P(PtPeerReject, RefusedWithTheRule) {
   const qd::Outcome o = qd::codec::DecodePtFile(view, GetParam());
   EXPECT_TRUE(o.refused);
   EXPECT_TRUE(o.tensors.empty());
-  EXPECT_FALSE(fs::exists(kPwned));
+  EXPECT_FALSE(fs::exists(pt_peer::kPwned));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, PtPeerReject,
@@ -283,7 +238,7 @@ TEST(PtPeer, NothingExecuted) {
     (void)qd::codec::ReadPt({bytes.data(), bytes.size()}, file);
     (void)qd::codec::DecodePtFile({bytes.data(), bytes.size()}, file);
   }
-  EXPECT_FALSE(fs::exists(kPwned));
+  EXPECT_FALSE(fs::exists(pt_peer::kPwned));
 }
 
 }  // namespace
