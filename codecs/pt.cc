@@ -12,6 +12,13 @@ namespace pt_internal {
 
 void Reader::Run() {
   if (!ReadEnd() || !ReadCentral() || !ReadLocals() || !CheckRecords() || !Walk()) return;
+  // What only the opcode walk needs (the key sets of 4.2's duplicate check,
+  // the memo, the stack) is freed before the tables are built.
+  dict_keys_ = {};
+  memo_ = {};
+  built_ = {};
+  stack_ = {};
+  r_.nodes.shrink_to_fit();  // kept with the result: no growth slack
   output_limit_ = static_cast<u128>(n_) + (u128{1} << 26);
   if (!Flatten(r_.root, "", 1)) return;
   for (std::size_t k = 0; k < r_.values.size(); ++k) {

@@ -52,9 +52,8 @@ bool Reader::Flatten(std::uint32_t dict, const std::string& prefix, u64 depth) {
         Error("PT-012", "container", ds, "flattened names and tensors exceed the output bound");
         return false;
       }
-      PtTensor t = view;
-      t.name = std::move(name);
-      r_.tensors.push_back(std::move(t));
+      // The entry names the view by index: a tensor under many names is held once.
+      r_.tensors.push_back({std::move(name), N(value).tensor});
     } else {
       r_.values.emplace_back(std::move(name), value);
       value_depths_.push_back(depth + 1);
@@ -103,8 +102,8 @@ const PtNode* PtResult::Value(std::string_view name) const {
 }
 
 const PtTensor* PtResult::Tensor(std::string_view name) const {
-  for (const PtTensor& t : tensors) {
-    if (t.name == name) return &t;
+  for (const PtTableEntry& e : tensors) {
+    if (e.name == name) return &all_tensors[e.tensor];
   }
   return nullptr;
 }

@@ -23,9 +23,17 @@ TensorTable TensorTable::FromContainer(Container container) {
 
 TensorTable TensorTable::FromPt(PtResult pickle) {
   TensorTable table;
+  // The table takes the entries' names over: the reading it keeps serves
+  // the value model (values, nodes, all_tensors), so each name is held once.
+  std::vector<PtTableEntry> entries = std::move(pickle.tensors);
+  pickle.tensors = {};
   table.pickle_ = std::make_shared<const PtResult>(std::move(pickle));
   table.header_offset_ = static_cast<std::int64_t>(table.pickle_->pickle_begin);
-  for (const PtTensor& t : table.pickle_->tensors) table.AddPt(t, t.name, true);
+  const PtResult& r = *table.pickle_;
+  table.tensors_.reserve(entries.size());
+  table.sources_.reserve(entries.size());
+  table.materialised_.reserve(entries.size());
+  for (PtTableEntry& e : entries) table.AddPt(r.all_tensors[e.tensor], std::move(e.name), true);
   return table;
 }
 

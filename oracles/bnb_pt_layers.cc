@@ -34,7 +34,9 @@ const std::uint8_t* NonNull(const std::vector<std::uint8_t>& bytes) {
 
 // A .pt tensor (table entry or value) seen as a BnbTensor: docs/pt.md 6.4.
 // bytes: the materialised C-order bytes when given, else materialised on
-// first use (a tensor inside a value).
+// first use (a tensor inside a value). shape and layout are the table's or
+// the value graph's, which outlive the BnbTable: the closures keep pointers
+// to them, not copies (one table entry costs no copy of its layout).
 BnbTensor PtTensor(qd::ByteView file, const std::string& name, const std::string& dtype,
                    const std::vector<std::uint64_t>& shape, const PtTensorLayout& layout,
                    const std::vector<std::uint8_t>* materialised) {
@@ -42,6 +44,8 @@ BnbTensor PtTensor(qd::ByteView file, const std::string& name, const std::string
   tensor.name = name;
   tensor.dtype = dtype;
   tensor.shape = shape;
+  const std::vector<std::uint64_t>* shape_at = &shape;
+  const PtTensorLayout* layout_at = &layout;
   const std::uint64_t count = Numel(shape);
   tensor.element_count = count;
   const std::uint64_t isz = layout.item_size == 0 ? 1 : layout.item_size;
@@ -53,16 +57,16 @@ BnbTensor PtTensor(qd::ByteView file, const std::string& name, const std::string
   } else {
     auto cache = std::make_shared<std::vector<std::uint8_t>>();
     auto ready = std::make_shared<bool>(false);
-    tensor.bytes = [file, shape, layout, cache, ready]() {
+    tensor.bytes = [file, shape_at, layout_at, cache, ready]() {
       if (!*ready) {
-        *cache = PtTensorCOrderBytes(file, shape, layout);
+        *cache = PtTensorCOrderBytes(file, *shape_at, *layout_at);
         *ready = true;
       }
       return NonNull(*cache);
     };
   }
-  tensor.byte_offset = [shape, layout](std::uint64_t k) {
-    return static_cast<std::int64_t>(PtByteOffset(shape, layout, k));
+  tensor.byte_offset = [shape_at, layout_at](std::uint64_t k) {
+    return static_cast<std::int64_t>(PtByteOffset(*shape_at, *layout_at, k));
   };
   return tensor;
 }
@@ -256,6 +260,7 @@ BnbTable BnbTableFromPt(qd::ByteView file, std::int64_t pickle_start,
                         const std::vector<PtTensorBytes>& tensors, const PtValueGraph& graph) {
   BnbTable table;
   table.header_offset = pickle_start;  // docs/pt.md 6.4: header-level facts point at data.pkl
+  table.tensors.reserve(tensors.size());
   for (const PtTensorBytes& source : tensors) {
     table.tensors.push_back(
         PtTensor(file, source.name, source.dtype, source.shape, source.layout, &source.bytes));

@@ -56,9 +56,12 @@ bool ReadTables(qd::ByteView file, Report& report, bool want_values, PtGraphWant
   // The tensor table, the value table's text and the graph of the entries
   // the caller wants.
   std::vector<PtTensorBytes>& table = tables->tensors;
+  std::size_t tensor_entries = 0;
+  for (const TableEntry& entry : flat) tensor_entries += entry.is_tensor ? 1 : 0;
+  table.reserve(tensor_entries);
   PtValueGraph& graph = tables->graph;
   GraphExport exporter(model, records.big_endian, &graph);
-  for (const TableEntry& entry : flat) {
+  for (TableEntry& entry : flat) {
     if (!entry.is_tensor) {
       const Kind kind = model.nodes[entry.node].kind;
       if (graph_wanted == nullptr || graph_wanted(entry.name, kind == Kind::kTuple || kind == Kind::kList)) {
@@ -82,7 +85,7 @@ bool ReadTables(qd::ByteView file, Report& report, bool want_values, PtGraphWant
     const Tensor& tensor = model.tensors[model.nodes[entry.node].a];
     const Storage& storage = model.storages[tensor.storage];
     PtTensorBytes bytes;
-    bytes.name = entry.name;
+    bytes.name = std::move(entry.name);  // the entry is not read again
     bytes.dtype = kDtypes[storage.dtype].code;
     bytes.shape = ShapeOf(tensor);
     bytes.layout = LayoutOf(model, tensor, records.big_endian);

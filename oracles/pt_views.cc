@@ -71,6 +71,7 @@ std::vector<qd::DecodedTensor> DecodePtTable(const std::vector<PtTensorBytes>& t
     return table[a].name < table[b].name;
   });
   std::vector<qd::DecodedTensor> decoded;
+  decoded.reserve(order.size());
   for (const std::size_t i : order) decoded.push_back(Decode(table[i]));
   return decoded;
 }
