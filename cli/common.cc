@@ -1,5 +1,6 @@
 #include "cli/common.h"
 
+#include "harness/stream_differ.h"
 #include "reports/escape.h"
 
 #include <sys/stat.h>
@@ -216,17 +217,8 @@ std::uint64_t Mix(std::uint64_t x) {
 std::optional<qd::Outcome> SafeRead(Reader reader, qd::ByteView bytes, const std::string& name,
                                     const qd::harness::SideFiles& side_files,
                                     std::string* error, bool* out_of_memory) {
-  try {
-    return reader(bytes, name, side_files);
-  } catch (const std::bad_alloc&) {
-    *error = "reader ran out of memory";
-    if (out_of_memory != nullptr) *out_of_memory = true;
-  } catch (const std::exception& e) {
-    *error = std::string("reader threw: ") + e.what();
-  } catch (...) {
-    *error = "reader threw a non-standard exception";
-  }
-  return std::nullopt;
+  return qd::harness::GuardedRead([&] { return reader(bytes, name, side_files); }, error,
+                                  out_of_memory);
 }
 
 namespace {

@@ -35,11 +35,11 @@ qd::Finding OutputFinding(std::string rule, std::string output_name, std::string
 SafetensorsF32Sink::SafetensorsF32Sink(ByteWriter write, std::string output_name)
     : write_(std::move(write)), output_name_(std::move(output_name)) {}
 
-bool SafetensorsF32Sink::Plan(const std::vector<qd::codec::TensorInfo>& tensors) {
+bool SafetensorsF32Sink::Plan(const std::vector<qd::TensorInfo>& tensors) {
   // The names a safetensors header cannot hold, in the catalogue's order so
   // the finding is the one `check` would give the written file.
   std::set<std::string_view> seen;
-  for (const qd::codec::TensorInfo& t : tensors) {
+  for (const qd::TensorInfo& t : tensors) {
     if (qd::reports::ValidUtf8(t.name) != t.name) {
       finding_ = OutputFinding("ST-004", output_name_, qd::reports::ValidUtf8(t.name),
                                "a decoded tensor's name is not valid UTF-8, which a safetensors "
@@ -47,7 +47,7 @@ bool SafetensorsF32Sink::Plan(const std::vector<qd::codec::TensorInfo>& tensors)
       return false;
     }
   }
-  for (const qd::codec::TensorInfo& t : tensors) {
+  for (const qd::TensorInfo& t : tensors) {
     if (!seen.insert(t.name).second) {
       finding_ = OutputFinding("ST-005", output_name_, t.name,
                                "two decoded tensors have this name; a safetensors header holds "
@@ -63,7 +63,7 @@ bool SafetensorsF32Sink::Plan(const std::vector<qd::codec::TensorInfo>& tensors)
   }
   std::vector<qd::codec::TensorToWrite> specs;
   specs.reserve(tensors.size());
-  for (const qd::codec::TensorInfo& t : tensors) {
+  for (const qd::TensorInfo& t : tensors) {
     std::uint64_t count = 1;
     for (std::uint64_t d : t.shape) count *= d;  // the codec checked it fits
     specs.push_back({t.name, "F32", t.shape, count * 4});
@@ -78,21 +78,23 @@ bool SafetensorsF32Sink::Plan(const std::vector<qd::codec::TensorInfo>& tensors)
     finding_->field = "header_length";
     return false;
   }
+  tensors_ = tensors.size();
   return write_(header.data(), header.size());
 }
 
-bool SafetensorsF32Sink::Take(qd::DecodedTensor&& t) {
-  ++tensors_;
-  values_ += t.values.size();
+bool SafetensorsF32Sink::Take(const qd::TensorChunk& chunk) {
+  // The data section is the tensors' values back to back in plan order, so
+  // chunks in stream order are written as they come.
+  values_ += chunk.count;
   if constexpr (std::endian::native == std::endian::little) {
-    return write_(t.values.data(), t.values.size() * sizeof(float));
+    return write_(chunk.values, chunk.count * sizeof(float));
   } else {
-    std::vector<std::uint8_t> chunk(t.values.size() * 4);
-    for (std::size_t i = 0; i < t.values.size(); ++i) {
-      const std::uint32_t bits = std::bit_cast<std::uint32_t>(t.values[i]);
-      for (int b = 0; b < 4; ++b) chunk[4 * i + b] = static_cast<std::uint8_t>(bits >> (8 * b));
+    std::vector<std::uint8_t> bytes(chunk.count * 4);
+    for (std::size_t i = 0; i < chunk.count; ++i) {
+      const std::uint32_t bits = std::bit_cast<std::uint32_t>(chunk.values[i]);
+      for (int b = 0; b < 4; ++b) bytes[4 * i + b] = static_cast<std::uint8_t>(bits >> (8 * b));
     }
-    return write_(chunk.data(), chunk.size());
+    return write_(bytes.data(), bytes.size());
   }
 }
 

@@ -23,13 +23,13 @@
 #include <string>
 #include <vector>
 
-#include "codecs/decode_sink.h"
+#include "quantdiff/tensor_sink.h"
 #include "harness/registry.h"
 #include "quantdiff/plain_data.h"
 
 namespace qd::cli {
 
-class SafetensorsF32Sink : public qd::codec::DecodeSink {
+class SafetensorsF32Sink : public qd::TensorSink {
  public:
   using ByteWriter = std::function<bool(const void* data, std::size_t size)>;
   // OUTPUT_NAME is the file named in a finding about the output.
@@ -38,8 +38,8 @@ class SafetensorsF32Sink : public qd::codec::DecodeSink {
   // Refuses (false, finding() set) names the safetensors rules forbid in a
   // header: "__metadata__" (ST-006), a name twice (ST-005), ill-formed UTF-8
   // (ST-004), a header over 100,000,000 bytes (ST-002); else writes the header.
-  bool Plan(const std::vector<qd::codec::TensorInfo>& tensors) override;
-  bool Take(qd::DecodedTensor&& tensor) override;
+  bool Plan(const std::vector<qd::TensorInfo>& tensors) override;
+  bool Take(const qd::TensorChunk& chunk) override;
 
   // The reason Plan refused, as a finding about the output file.
   const std::optional<qd::Finding>& finding() const { return finding_; }

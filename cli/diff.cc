@@ -4,6 +4,7 @@
 #include "codecs/mapped_file.h"
 #include "cli/common.h"
 #include "harness/differ.h"
+#include "harness/stream_differ.h"
 #include "reports/report.h"
 #include "reports/writers.h"
 
@@ -76,39 +77,24 @@ int RunDiff(const std::vector<std::string>& argv) {
         options.forced ? std::nullopt
                        : qd::harness::CompareDetection(
                              format.name, qd::harness::OracleDetectFormat(bytes).name, name);
-    std::string codec_error;
-    std::string oracle_error;
-    bool out_of_memory = false;
-    std::optional<qd::Outcome> codec =
-        SafeRead(format.codec_read, bytes, path, side_files, &codec_error, &out_of_memory);
-    std::optional<qd::Outcome> oracle =
-        SafeRead(format.oracle_read, bytes, path, side_files, &oracle_error, &out_of_memory);
-    if (out_of_memory) {  // the machine's limit, not a difference between the readers
-      IoError("diff", path + ": out of memory while reading it (codec and oracle each hold its "
-                             "whole decode)");
+    // Both readers stream and are compared chunk by chunk (README "Resources").
+    const qd::harness::StreamedDiff diff =
+        qd::harness::DiffStreams(format, bytes, path, side_files);
+    if (diff.out_of_memory) {  // the machine's limit, not a difference between the readers
+      IoError("diff", path + ": out of memory while reading it");
       io_error = true;
       continue;
     }
+    // A reader that throws diverges from one that returns, whatever it says.
     qd::reports::FileReport r;
-    if (codec && oracle) {
-      r = qd::reports::FromOutcome(path, name, *oracle);
-      r.codec = qd::reports::VerdictOf(*codec);
-      r.oracle = qd::reports::VerdictOf(*oracle);
-      r.divergence = qd::harness::Compare(*codec, *oracle, name);
-    } else {
-      // A reader that throws diverges from one that returns, whatever it says.
-      r.path = path;
-      r.format = name;
-      if (oracle) {
-        r = qd::reports::FromOutcome(path, name, *oracle);
-        r.oracle = qd::reports::VerdictOf(*oracle);
-      }
-      if (codec) r.codec = qd::reports::VerdictOf(*codec);
-      const std::string side = codec ? "oracle" : "codec";
-      r.divergence = qd::harness::Divergence{
-          "DIFF:" + name + ":exception:" + side,
-          (codec ? oracle_error : codec_error) + (codec || oracle ? "" : "; oracle " + oracle_error)};
+    r.path = path;
+    r.format = name;
+    if (diff.oracle) {
+      r = qd::reports::FromOutcome(path, name, *diff.oracle);
+      r.oracle = qd::reports::VerdictOf(*diff.oracle);
     }
+    if (diff.codec) r.codec = qd::reports::VerdictOf(*diff.codec);
+    r.divergence = diff.divergence;
     if (detection) r.divergence = detection;
     diverged = diverged || r.divergence.has_value();
     report.files.push_back(std::move(r));

@@ -6,6 +6,8 @@
 // main() picks the verb and answers --help for all of them; each verb lives
 // in its own file (check.cc, decode.cc, diff.cc, convert.cc, campaign.cc,
 // export_vectors.cc, rules.cc) and returns the process exit code.
+#include <malloc.h>
+
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -135,6 +137,11 @@ const std::vector<Verb>& Verbs() {
 }  // namespace qd::cli
 
 int main(int argc, char** argv) {
+  // One malloc arena: `diff` runs the oracle on a second thread, and glibc
+  // would reserve a 64 MiB arena for it, address space that counts against
+  // the memory bound (README "Resources") for no gain (the two threads take
+  // turns, stream_differ.h).
+  mallopt(M_ARENA_MAX, 1);
   try {
     return qd::cli::Main(argc, argv);
   } catch (const std::bad_alloc&) {

@@ -639,7 +639,7 @@ BnbResult ReadBnbTable(TensorTable table, const std::string& file_name,
   return result;
 }
 
-bool StreamBnbLayers(const BnbResult& r, DecodeSink& sink, Kernel kernel) {
+bool StreamBnbLayers(const BnbResult& r, TensorSink& sink, Kernel kernel) {
   const TensorTable& c = r.table;
   auto floats = [&](std::size_t i) {
     std::vector<float> v(c[i].element_count);
@@ -656,42 +656,74 @@ bool StreamBnbLayers(const BnbResult& r, DecodeSink& sink, Kernel kernel) {
                     layer.nested_blocksize, layer.nested_offset, eff.data());
     return eff;
   };
-  auto decode_layer = [&](const BnbLayer& layer) {
-    qd::DecodedTensor t{layer.name, layer.shape, std::vector<float>(layer.n)};
+  // Layer W handed to the sink as tensor number INDEX in chunks of whole
+  // blocks (whole rows for int8), so one chunk of values is held at a time.
+  // A transposed 4-bit layer is the exception: its output rows gather from
+  // every block, so it is decoded whole and then cut.
+  std::vector<float> chunk;
+  auto stream_layer = [&](const BnbLayer& layer, std::size_t index) {
     const std::uint8_t* data = c.Data(layer.weight);
     switch (layer.kind) {
       case BnbLayerKind::k4bit: {
         const std::vector<float> scales = block_scales(layer, CeilDiv(layer.n, layer.blocksize));
-        BnbDequantize4bit(layer.quant_type, data, layer.n, scales.data(), layer.blocksize,
-                          layer.dtype, t.values.data(), kernel);
         if (layer.transposed) {  // decoded [c, r] holds the transpose of the [r, c] values
+          std::vector<float> values(layer.n);
+          BnbDequantize4bit(layer.quant_type, data, layer.n, scales.data(), layer.blocksize,
+                            layer.dtype, values.data(), kernel);
           const std::uint64_t rows = layer.shape[1];
           const std::uint64_t columns = layer.shape[0];
-          std::vector<float> transposed(t.values.size());
+          std::vector<float> transposed(values.size());
           for (std::uint64_t i = 0; i < rows; ++i) {
             for (std::uint64_t j = 0; j < columns; ++j) {
-              transposed[j * rows + i] = t.values[i * columns + j];
+              transposed[j * rows + i] = values[i * columns + j];
             }
           }
-          t.values = std::move(transposed);
+          return TakeWhole(sink, index, transposed);
         }
-        break;
+        // An even number of whole blocks: a chunk starts on a byte and a block.
+        const std::uint64_t step = RowsPerChunk(2 * layer.blocksize) * 2 * layer.blocksize;
+        chunk.resize(std::min(layer.n, step));
+        for (std::uint64_t first = 0; first < layer.n; first += step) {
+          const std::uint64_t count = std::min(step, layer.n - first);
+          BnbDequantize4bit(layer.quant_type, data + first / 2, count,
+                            scales.data() + first / layer.blocksize, layer.blocksize,
+                            layer.dtype, chunk.data(), kernel);
+          if (!sink.Take(TensorChunk{index, first, chunk.data(), count})) return false;
+        }
+        return true;
       }
       case BnbLayerKind::kBlockwise8: {
         const std::vector<float> scales = block_scales(layer, CeilDiv(layer.n, layer.blocksize));
         const std::vector<float> map = floats(layer.quant_map);
-        BnbDequantizeBlockwise8(data, layer.n, map.data(), scales.data(), layer.blocksize,
-                                layer.dtype, t.values.data(), kernel);
-        break;
+        const std::uint64_t step = RowsPerChunk(layer.blocksize) * layer.blocksize;
+        chunk.resize(std::min(layer.n, step));
+        for (std::uint64_t first = 0; first < layer.n; first += step) {
+          const std::uint64_t count = std::min(step, layer.n - first);
+          BnbDequantizeBlockwise8(data + first, count, map.data(),
+                                  scales.data() + first / layer.blocksize, layer.blocksize,
+                                  layer.dtype, chunk.data(), kernel);
+          if (!sink.Take(TensorChunk{index, first, chunk.data(), count})) return false;
+        }
+        return true;
       }
       case BnbLayerKind::kInt8Rows: {
         const std::vector<float> scb = floats(layer.scale);
-        BnbDequantizeInt8Rows(reinterpret_cast<const std::int8_t*>(data), layer.rows,
-                              layer.columns, scb.data(), t.values.data(), kernel);
-        break;
+        const std::uint64_t rows_per_chunk = RowsPerChunk(layer.columns);
+        chunk.resize(std::min(layer.rows, rows_per_chunk) * layer.columns);
+        for (std::uint64_t row = 0; layer.columns != 0 && row < layer.rows;
+             row += rows_per_chunk) {
+          const std::uint64_t rows = std::min(rows_per_chunk, layer.rows - row);
+          BnbDequantizeInt8Rows(reinterpret_cast<const std::int8_t*>(data) + row * layer.columns,
+                                rows, layer.columns, scb.data() + row, chunk.data(), kernel);
+          if (!sink.Take(TensorChunk{index, row * layer.columns, chunk.data(),
+                                     static_cast<std::size_t>(rows * layer.columns)})) {
+            return false;
+          }
+        }
+        return true;
       }
     }
-    return t;
+    return false;
   };
   // Every layer's W and every floating tensor of no layer, by name bytes.
   struct Item {
@@ -708,21 +740,18 @@ bool StreamBnbLayers(const BnbResult& r, DecodeSink& sink, Kernel kernel) {
   std::vector<TensorInfo> plan;
   for (const Item& item : items) plan.push_back({*item.name, *item.shape});
   if (!sink.Plan(plan)) return false;
-  for (const Item& item : items) {
-    qd::DecodedTensor t;
+  for (std::size_t index = 0; index < items.size(); ++index) {
+    const Item& item = items[index];
     if (item.layer != nullptr) {
-      t = decode_layer(*item.layer);
-    } else {
-      t = qd::DecodedTensor{c[item.plain].name, c[item.plain].shape,
-                            std::vector<float>(c[item.plain].element_count)};
-      c.DecodeFloat(item.plain, t.values.data());
+      if (!stream_layer(*item.layer, index)) return false;
+    } else if (!c.StreamFloat(item.plain, index, sink)) {
+      return false;
     }
-    if (!sink.Take(std::move(t))) return false;
   }
   return true;
 }
 
-qd::Outcome StreamBnbFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink,
+qd::Outcome StreamBnbFile(qd::ByteView file, const std::string& file_name, TensorSink& sink,
                           Kernel kernel) {
   BnbResult r = ReadBnb(file, file_name);
   qd::Outcome outcome{r.refused, std::move(r.findings), {}};

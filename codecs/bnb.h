@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "codecs/decode_sink.h"
+#include "quantdiff/tensor_sink.h"
 #include "codecs/kernels.h"
 #include "codecs/tensor_table.h"
 #include "quantdiff/plain_data.h"
@@ -153,14 +153,14 @@ BnbResult ReadBnbTable(TensorTable table, const std::string& file_name,
 // Announces and passes an accepted bnb result's tensors (is_bnb): every
 // layer's W and every floating tensor of no layer, sorted by name bytes.
 // False when the sink stopped early.
-bool StreamBnbLayers(const BnbResult& result, DecodeSink& sink, Kernel kernel = BestKernel());
+bool StreamBnbLayers(const BnbResult& result, TensorSink& sink, Kernel kernel = BestKernel());
 
 // Findings, and for an accepted bnb file every layer's W plus every floating
 // tensor of no layer, sorted by name bytes. A file without a bnb layer decodes
 // exactly as the container reading does (floating tensors in container order).
 // StreamBnbFile passes the same tensors one at a time to a sink (announced
 // first); DecodeBnbFile collects them.
-qd::Outcome StreamBnbFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink,
+qd::Outcome StreamBnbFile(qd::ByteView file, const std::string& file_name, TensorSink& sink,
                           Kernel kernel = BestKernel());
 qd::Outcome DecodeBnbFile(qd::ByteView file, const std::string& file_name,
                           Kernel kernel = BestKernel());

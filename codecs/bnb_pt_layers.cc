@@ -147,7 +147,7 @@ BnbResult ReadPtLayers(qd::ByteView file, const std::string& file_name) {
   return ReadBnbTable(TensorTable::FromPt(std::move(pickle)), file_name, std::move(warnings), lists);
 }
 
-qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink) {
+qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, TensorSink& sink) {
   BnbResult r = ReadPtLayers(file, file_name);
   qd::Outcome outcome{r.refused, std::move(r.findings), {}};
   if (r.refused) return outcome;
@@ -167,10 +167,8 @@ qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, Decode
   plan.reserve(order.size());
   for (std::size_t i : order) plan.push_back({table[i].name, table[i].shape});
   if (!sink.Plan(plan)) return outcome;
-  for (std::size_t i : order) {
-    qd::DecodedTensor decoded{table[i].name, table[i].shape, std::vector<float>(table[i].element_count)};
-    table.DecodeFloat(i, decoded.values.data());
-    if (!sink.Take(std::move(decoded))) return outcome;
+  for (std::size_t index = 0; index < order.size(); ++index) {
+    if (!table.StreamFloat(order[index], index, sink)) return outcome;
   }
   return outcome;
 }

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "codecs/bnb.h"
-#include "codecs/decode_sink.h"
+#include "quantdiff/tensor_sink.h"
 #include "quantdiff/plain_data.h"
 
 namespace qd::codec {
@@ -30,7 +30,7 @@ BnbResult ReadPtLayers(qd::ByteView file, const std::string& file_name);
 // sorted by (begin, end, name bytes) as a safetensors container is; or, for
 // a file with bitsandbytes layers, docs/bnb.md's output (6.4). StreamPtFile
 // announces them and then passes them one at a time; DecodePtFile collects them.
-qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink);
+qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, TensorSink& sink);
 qd::Outcome DecodePtFile(qd::ByteView file, const std::string& file_name);
 
 }  // namespace qd::codec

@@ -757,7 +757,7 @@ GptqLayerView ViewOf(const GptqResult& result, const GptqLayer& layer) {
 }
 
 qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
-                           const std::vector<qd::SideFile>& configs, DecodeSink& sink,
+                           const std::vector<qd::SideFile>& configs, TensorSink& sink,
                            Kernel kernel) {
   GptqResult r = ReadGptq(file, file_name, configs);
   qd::Outcome outcome{r.refused, std::move(r.findings), {}};
@@ -792,21 +792,27 @@ qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
     }
   }
   if (!sink.Plan(plan)) return outcome;
+  std::vector<float> chunk;
   for (std::size_t j = 0; j < items.size(); ++j) {
-    qd::DecodedTensor t;
-    t.name = plan[j].name;
-    t.shape = plan[j].shape;
-    const TensorEntry& e = c.tensors[items[j].tensor];
-    if (items[j].layer != kPlain) {
-      const GptqLayer& layer = r.layers[items[j].layer];
-      const std::uint64_t count = t.shape[1] == 0 ? 0 : t.shape[0] * t.shape[1];
-      t.values.resize(count);
-      if (count != 0) GptqDequantize(ViewOf(r, layer), t.values.data(), kernel);
-    } else {
-      t.values.resize(e.element_count);
-      DecodeFloatTensor(c, e, t.values.data());
+    if (items[j].layer == kPlain) {
+      if (!StreamFloatTensor(c, c.tensors[items[j].tensor], j, sink)) break;
+      continue;
     }
-    if (!sink.Take(std::move(t))) break;
+    // The weight [N, K] a few output rows at a time (GptqDequantizeRows).
+    const GptqLayerView view = ViewOf(r, r.layers[items[j].layer]);
+    const std::uint64_t rows = plan[j].shape[0];
+    const std::uint64_t columns = plan[j].shape[1];
+    const std::uint64_t rows_per_chunk = RowsPerChunk(columns);
+    chunk.resize(std::min(rows, rows_per_chunk) * columns);
+    bool more = true;
+    for (std::uint64_t row = 0; more && columns != 0 && row < rows; row += rows_per_chunk) {
+      const std::uint64_t count = std::min(rows_per_chunk, rows - row);
+      GptqDequantizeRows(view, static_cast<std::int64_t>(row), static_cast<std::int64_t>(row + count),
+                         chunk.data(), kernel);
+      more = sink.Take(TensorChunk{j, row * columns, chunk.data(),
+                                   static_cast<std::size_t>(count * columns)});
+    }
+    if (!more) break;
   }
   return outcome;
 }

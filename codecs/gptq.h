@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "codecs/decode_sink.h"
+#include "quantdiff/tensor_sink.h"
 #include "codecs/kernels.h"
 #include "codecs/safetensors.h"
 #include "quantdiff/plain_data.h"
@@ -76,7 +76,7 @@ bool ClaimsGptq(qd::ByteView file);
 // Findings and, for an accepted file, the decoded tensors of docs/gptq.md
 // section 7, one at a time to a sink (announced first) or collected.
 qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
-                           const std::vector<qd::SideFile>& configs, DecodeSink& sink,
+                           const std::vector<qd::SideFile>& configs, TensorSink& sink,
                            Kernel kernel = BestKernel());
 qd::Outcome DecodeGptqFile(qd::ByteView file, const std::string& file_name,
                            const std::vector<qd::SideFile>& configs,

@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "codecs/decode_sink.h"
+#include "quantdiff/tensor_sink.h"
 #include "codecs/safetensors.h"
 #include "quantdiff/plain_data.h"
 

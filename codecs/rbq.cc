@@ -254,7 +254,7 @@ RbqResult ReadRbq(qd::ByteView file, const std::string& file_name) {
   return result;
 }
 
-qd::Outcome StreamRbqFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink,
+qd::Outcome StreamRbqFile(qd::ByteView file, const std::string& file_name, TensorSink& sink,
                           Kernel kernel) {
   RbqResult r = ReadRbq(file, file_name);
   qd::Outcome outcome{r.refused, std::move(r.findings), {}};
@@ -265,19 +265,28 @@ qd::Outcome StreamRbqFile(qd::ByteView file, const std::string& file_name, Decod
   }
   if (!sink.Plan(plan)) return outcome;
   std::size_t next_block = 0;
+  std::size_t index = 0;  // in the plan
+  std::vector<float> chunk;
   for (const TensorEntry& t : r.container.tensors) {
-    qd::DecodedTensor decoded{t.name, t.shape, {}};
-    if (IsBlockDtype(t.dtype)) {
-      const RbqTensor& bt = r.block_tensors[next_block++];
-      decoded.values.resize(bt.rows * bt.columns);
-      RbqDequantize(r.bits, bt.blocks, bt.rows, bt.columns, decoded.values.data(), kernel);
-    } else if (IsFloatDtype(t.dtype)) {
-      decoded.values.resize(t.element_count);
-      DecodeFloatTensor(r.container, t, decoded.values.data());
-    } else {
+    if (IsFloatDtype(t.dtype)) {
+      if (!StreamFloatTensor(r.container, t, index++, sink)) break;
       continue;
     }
-    if (!sink.Take(std::move(decoded))) break;
+    if (!IsBlockDtype(t.dtype)) continue;
+    // Whole rows at a time: a row is columns / 32 whole blocks.
+    const RbqTensor& bt = r.block_tensors[next_block++];
+    const std::uint64_t row_bytes = bt.columns / kRbqBlockWeights * RbqBlockBytes(r.bits);
+    const std::uint64_t rows_per_chunk = RowsPerChunk(bt.columns);
+    chunk.resize(std::min(bt.rows, rows_per_chunk) * bt.columns);
+    bool more = true;
+    for (std::uint64_t row = 0; more && bt.columns != 0 && row < bt.rows; row += rows_per_chunk) {
+      const std::uint64_t rows = std::min(rows_per_chunk, bt.rows - row);
+      RbqDequantize(r.bits, bt.blocks + row * row_bytes, rows, bt.columns, chunk.data(), kernel);
+      more = sink.Take(TensorChunk{index, row * bt.columns, chunk.data(),
+                                   static_cast<std::size_t>(rows * bt.columns)});
+    }
+    if (!more) break;
+    ++index;
   }
   return outcome;
 }

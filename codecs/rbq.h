@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "codecs/decode_sink.h"
+#include "quantdiff/tensor_sink.h"
 #include "codecs/kernels.h"
 #include "codecs/safetensors.h"
 #include "quantdiff/plain_data.h"
@@ -52,7 +52,7 @@ RbqResult ReadRbq(qd::ByteView file, const std::string& file_name);
 // [rows, columns], floating tensors widened, other dtypes skipped. The
 // outcome carries the findings; the tensors go to the sink one at a time
 // (nothing is announced when the file is refused).
-qd::Outcome StreamRbqFile(qd::ByteView file, const std::string& file_name, DecodeSink& sink,
+qd::Outcome StreamRbqFile(qd::ByteView file, const std::string& file_name, TensorSink& sink,
                           Kernel kernel = BestKernel());
 // The same, collected into the outcome's tensors.
 qd::Outcome DecodeRbqFile(qd::ByteView file, const std::string& file_name,

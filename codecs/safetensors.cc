@@ -437,8 +437,12 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
 
 bool DecodeFloatTensor(const Container& container, const TensorEntry& tensor,
                        float* out) {
-  const std::uint8_t* p = container.Data(tensor);
-  const std::uint64_t n = tensor.element_count;
+  return DecodeFloatRange(container, tensor, 0, tensor.element_count, out);
+}
+
+bool DecodeFloatRange(const Container& container, const TensorEntry& tensor,
+                      std::uint64_t first, std::uint64_t n, float* out) {
+  const std::uint8_t* p = container.Data(tensor) + first * (InfoOf(tensor.dtype).bits / 8);
   switch (tensor.dtype) {
     case Dtype::kF32:
       if (n != 0) std::memcpy(out, p, n * 4);  // out may be null when n == 0
@@ -469,17 +473,28 @@ bool IsFloatDtype(Dtype d) {
   return d == Dtype::kF32 || d == Dtype::kF16 || d == Dtype::kBF16 || d == Dtype::kF64;
 }
 
-bool StreamFloatTensors(const Container& container, DecodeSink& sink) {
+bool StreamFloatTensor(const Container& container, const TensorEntry& tensor,
+                       std::size_t index, TensorSink& sink) {
+  std::vector<float> chunk(std::min<std::uint64_t>(tensor.element_count, kChunkValues));
+  for (std::uint64_t first = 0; first < tensor.element_count; first += chunk.size()) {
+    const std::size_t count =
+        static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), tensor.element_count - first));
+    DecodeFloatRange(container, tensor, first, count, chunk.data());
+    if (!sink.Take(TensorChunk{index, first, chunk.data(), count})) return false;
+  }
+  return true;
+}
+
+bool StreamFloatTensors(const Container& container, TensorSink& sink) {
   std::vector<TensorInfo> plan;
   for (const TensorEntry& t : container.tensors) {
     if (IsFloatDtype(t.dtype)) plan.push_back({t.name, t.shape});
   }
   if (!sink.Plan(plan)) return false;
+  std::size_t index = 0;
   for (const TensorEntry& t : container.tensors) {
     if (!IsFloatDtype(t.dtype)) continue;
-    qd::DecodedTensor decoded{t.name, t.shape, std::vector<float>(t.element_count)};
-    DecodeFloatTensor(container, t, decoded.values.data());
-    if (!sink.Take(std::move(decoded))) return false;
+    if (!StreamFloatTensor(container, t, index++, sink)) return false;
   }
   return true;
 }

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "codecs/decode_sink.h"
+#include "quantdiff/tensor_sink.h"
 #include "quantdiff/plain_data.h"
 
 namespace qd::codec {
@@ -74,13 +74,20 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name);
 bool IsFloatDtype(Dtype dtype);
 // Announces and then passes every floating tensor, decoded to binary32, in
 // container order; other dtypes, block dtypes included, are skipped.
-bool StreamFloatTensors(const Container& container, DecodeSink& sink);
+bool StreamFloatTensors(const Container& container, TensorSink& sink);
 // The same, collected into *out.
 void AppendFloatTensors(const Container& container,
                         std::vector<qd::DecodedTensor>* out);
 // Widens or narrows one floating tensor; false for a non-floating dtype.
 bool DecodeFloatTensor(const Container& container, const TensorEntry& tensor,
                        float* out);
+// Values [first, first + count) of the same.
+bool DecodeFloatRange(const Container& container, const TensorEntry& tensor,
+                      std::uint64_t first, std::uint64_t count, float* out);
+// The same tensor handed to SINK as tensor number INDEX, kChunkValues at a
+// time (one chunk buffer, never the whole tensor).
+bool StreamFloatTensor(const Container& container, const TensorEntry& tensor,
+                       std::size_t index, TensorSink& sink);
 
 // Writing. Tensors are laid out contiguously in the order given; the header
 // is padded with spaces to a multiple of 8 (ST-102).

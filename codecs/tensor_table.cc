@@ -85,10 +85,12 @@ const std::string* TensorTable::Metadata(std::string_view key) const {
   return pickle_ ? nullptr : container_.Metadata(key);
 }
 
-bool TensorTable::DecodeFloat(std::size_t i, float* out) const {
+bool TensorTable::StreamFloat(std::size_t i, std::size_t index, TensorSink& sink) const {
   const Source& s = sources_[i];
-  if (s.view != nullptr) return DecodePtTensor(*s.view, out);
-  return DecodeFloatTensor(container_, container_.tensors[i], out);
+  if (s.view == nullptr) return StreamFloatTensor(container_, container_.tensors[i], index, sink);
+  std::vector<float> values(tensors_[i].element_count);
+  DecodePtTensor(*s.view, values.data());
+  return TakeWhole(sink, index, values);
 }
 
 }  // namespace qd::codec

@@ -68,8 +68,8 @@ class TensorTable {
   // A safetensors __metadata__ value; a .pt file has none.
   const std::string* Metadata(std::string_view key) const;
   // F32 / F16 / BF16 / F64 tensor i to binary32 (F64 rounded to nearest
-  // even); false for other dtypes.
-  bool DecodeFloat(std::size_t i, float* out) const;
+  // even), handed to SINK as tensor number INDEX chunk by chunk.
+  bool StreamFloat(std::size_t i, std::size_t index, TensorSink& sink) const;
 
   // The .pt reading behind the table (its value table and nodes), or null.
   // Its tensor table is this table (PtResult::tensors is empty there).

@@ -10,7 +10,9 @@
 //
 // The units: pt_model.h (the model), pt_pickler.cc (data.pkl), pt_model.cc
 // (records, the random valid model), pt_zip.cc (the ZIP writer),
-// pt_violations.cc (one rule broken each); here the public entry points.
+// pt_violations.cc (one rule broken each: the ZIP, the records, kPtRules),
+// pt_violations.h and pt_pickle_violations.cc (the pickle rules); here the
+// public entry points.
 #include "generators/pt_bnb.h"
 #include "generators/pt_model.h"
 

@@ -4,7 +4,8 @@
 // _rebuild_tensor_v2 writes them, and Model, a state dict under construction
 // that draws its content from the generator's Rng. pt_pickler.cc writes a
 // Model's data.pkl, pt_model.cc lays out its records, pt_zip.cc writes the
-// ZIP, pt_violations.cc breaks one rule of docs/pt.md section 9.
+// ZIP, pt_violations.cc and pt_pickle_violations.cc break one rule of
+// docs/pt.md section 9.
 #ifndef QUANTDIFF_GENERATORS_PT_MODEL_H_
 #define QUANTDIFF_GENERATORS_PT_MODEL_H_
 

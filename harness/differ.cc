@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 namespace qd::harness {
 namespace {
@@ -97,29 +98,63 @@ std::optional<Divergence> Compare(const qd::Outcome& codec,
     }
   }
   if (codec.refused) return std::nullopt;
-  if (codec.tensors.size() != oracle.tensors.size()) {
-    return Divergence{Signature(target, "bytes", "tensor-count"),
-                      "codec decoded " + std::to_string(codec.tensors.size()) +
-                          " tensors, oracle " + std::to_string(oracle.tensors.size())};
-  }
+  const auto plan_of = [](const qd::Outcome& o) {
+    std::vector<qd::TensorInfo> plan;
+    for (const qd::DecodedTensor& t : o.tensors) plan.push_back({t.name, t.shape});
+    return plan;
+  };
+  if (auto d = ComparePlans(plan_of(codec), plan_of(oracle), target)) return d;
   for (std::size_t t = 0; t < codec.tensors.size(); ++t) {
     const qd::DecodedTensor& c = codec.tensors[t];
     const qd::DecodedTensor& o = oracle.tensors[t];
-    if (c.name != o.name || c.shape != o.shape || c.values.size() != o.values.size()) {
+    if (c.values.size() != o.values.size()) {
+      return Divergence{Signature(target, "bytes", "tensor-header"),
+                        "tensor " + c.name + ShapeText(c.shape) + ": codec decoded " +
+                            std::to_string(c.values.size()) + " values, oracle " +
+                            std::to_string(o.values.size())};
+    }
+    if (auto d = CompareValues(c.values.data(), o.values.data(), c.values.size(), c.name, 0, target)) {
+      return d;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Divergence> ComparePlans(const std::vector<qd::TensorInfo>& codec,
+                                       const std::vector<qd::TensorInfo>& oracle,
+                                       std::string_view target) {
+  if (codec.size() != oracle.size()) {
+    return Divergence{Signature(target, "bytes", "tensor-count"),
+                      "codec decoded " + std::to_string(codec.size()) + " tensors, oracle " +
+                          std::to_string(oracle.size())};
+  }
+  for (std::size_t t = 0; t < codec.size(); ++t) {
+    const qd::TensorInfo& c = codec[t];
+    const qd::TensorInfo& o = oracle[t];
+    if (c.name != o.name || c.shape != o.shape) {
       return Divergence{Signature(target, "bytes", "tensor-header"),
                         "tensor " + std::to_string(t) + ": codec " + c.name +
                             ShapeText(c.shape) + " | oracle " + o.name + ShapeText(o.shape)};
     }
-    for (std::size_t i = 0; i < c.values.size(); ++i) {
-      const float a = c.values[i];
-      const float b = o.values[i];
-      const bool same = (std::isnan(a) && std::isnan(b)) ||
-                        std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
-      if (!same) {
-        return Divergence{Signature(target, "bytes", "value"),
-                          "tensor " + c.name + " element " + std::to_string(i) +
-                              ": codec " + Hex32(a) + " oracle " + Hex32(b)};
-      }
+  }
+  return std::nullopt;
+}
+
+std::optional<Divergence> CompareValues(const float* codec, const float* oracle, std::size_t n,
+                                        const std::string& name, std::uint64_t first,
+                                        std::string_view target) {
+  // Equal bits are the common case: memcmp finds a differing run fast, and
+  // only then are the values looked at one by one (NaNs equal).
+  if (n == 0 || std::memcmp(codec, oracle, n * sizeof(float)) == 0) return std::nullopt;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float a = codec[i];
+    const float b = oracle[i];
+    const bool same = (std::isnan(a) && std::isnan(b)) ||
+                      std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
+    if (!same) {
+      return Divergence{Signature(target, "bytes", "value"),
+                        "tensor " + name + " element " + std::to_string(first + i) +
+                            ": codec " + Hex32(a) + " oracle " + Hex32(b)};
     }
   }
   return std::nullopt;

@@ -13,11 +13,15 @@
 #ifndef QUANTDIFF_HARNESS_DIFFER_H_
 #define QUANTDIFF_HARNESS_DIFFER_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "quantdiff/plain_data.h"
+#include "quantdiff/tensor_sink.h"
 
 namespace qd::harness {
 
@@ -38,6 +42,19 @@ std::optional<Divergence> Compare(const qd::Outcome& codec,
 std::optional<Divergence> CompareDetection(std::string_view codec_format,
                                            std::string_view oracle_format,
                                            std::string_view target);
+
+// The pieces of Compare that the streaming comparison (stream_differ.h)
+// applies as values arrive, so both judge tensors alike:
+// - the two plans, names and shapes (kind "bytes", "tensor-count" or
+//   "tensor-header");
+// - a run of N values of tensor NAME starting at element FIRST, bit for bit
+//   with NaNs equal (kind "bytes", "value"; the first differing element).
+std::optional<Divergence> ComparePlans(const std::vector<qd::TensorInfo>& codec,
+                                       const std::vector<qd::TensorInfo>& oracle,
+                                       std::string_view target);
+std::optional<Divergence> CompareValues(const float* codec, const float* oracle, std::size_t n,
+                                        const std::string& name, std::uint64_t first,
+                                        std::string_view target);
 
 // One line describing a finding: "RBQ-005 error tensor=w field=scale row=1 ...".
 std::string Describe(const qd::Finding& finding);

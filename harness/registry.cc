@@ -29,19 +29,19 @@ qd::Outcome CodecSafetensors(qd::ByteView file, const std::string& name, const S
 }
 
 qd::Outcome StreamSafetensors(qd::ByteView file, const std::string& name, const SideFiles&,
-                              codec::DecodeSink& sink) {
+                              qd::TensorSink& sink) {
   codec::ContainerResult r = codec::ReadContainer(file, name);
   if (!r.refused) codec::StreamFloatTensors(r.container, sink);
   return qd::Outcome{r.refused, std::move(r.findings), {}};
 }
 
 qd::Outcome StreamRbq(qd::ByteView file, const std::string& name, const SideFiles&,
-                      codec::DecodeSink& sink) {
+                      qd::TensorSink& sink) {
   return codec::StreamRbqFile(file, name, sink);
 }
 
 qd::Outcome StreamBnb(qd::ByteView file, const std::string& name, const SideFiles&,
-                      codec::DecodeSink& sink) {
+                      qd::TensorSink& sink) {
   return codec::StreamBnbFile(file, name, sink);
 }
 
@@ -104,7 +104,7 @@ qd::Outcome CodecGptq(qd::ByteView file, const std::string& name, const SideFile
 }
 
 qd::Outcome StreamGptq(qd::ByteView file, const std::string& name, const SideFiles& side_files,
-                       codec::DecodeSink& sink) {
+                       qd::TensorSink& sink) {
   return codec::StreamGptqFile(file, name, side_files, sink);
 }
 
@@ -122,7 +122,7 @@ qd::Outcome CodecPt(qd::ByteView file, const std::string& name, const SideFiles&
 }
 
 qd::Outcome StreamPt(qd::ByteView file, const std::string& name, const SideFiles&,
-                     codec::DecodeSink& sink) {
+                     qd::TensorSink& sink) {
   return codec::StreamPtFile(file, name, sink);
 }
 
@@ -133,6 +133,25 @@ qd::Outcome CheckPt(qd::ByteView file, const std::string& name, const SideFiles&
 
 qd::Outcome OraclePt(qd::ByteView file, const std::string& name, const SideFiles&) {
   return oracle::ReadPtFile(file, name);
+}
+
+// An oracle that has no stream of its own yet: its whole outcome handed over
+// tensor by tensor (holds the oracle's whole decode, unlike a real stream).
+template <qd::Outcome (*Read)(qd::ByteView, const std::string&, const SideFiles&)>
+qd::Outcome StreamWholeOutcome(qd::ByteView file, const std::string& name,
+                               const SideFiles& side_files, qd::TensorSink& sink) {
+  qd::Outcome outcome = Read(file, name, side_files);
+  std::vector<qd::DecodedTensor> tensors = std::move(outcome.tensors);
+  outcome.tensors.clear();
+  if (outcome.refused) return outcome;
+  std::vector<qd::TensorInfo> plan;
+  for (const qd::DecodedTensor& t : tensors) plan.push_back({t.name, t.shape});
+  if (!sink.Plan(plan)) return outcome;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (!qd::TakeWhole(sink, i, tensors[i].values)) break;
+    tensors[i].values = {};
+  }
+  return outcome;
 }
 
 bool ClaimsPt(qd::ByteView file) { return codec::ClaimsPt(file); }
@@ -158,6 +177,7 @@ const std::vector<FormatEntry>& Formats() {
        .codec_stream = &StreamRbq,
        .codec_check = &CheckRbq,
        .oracle_read = &OracleRbq,
+       .oracle_stream = &StreamWholeOutcome<&OracleRbq>,
        .claims = &ClaimsRbq,
        .oracle_claims = &oracle::IsRbqFile,
        .generate_valid = &gen::RbqValid,
@@ -170,6 +190,7 @@ const std::vector<FormatEntry>& Formats() {
        .codec_stream = &StreamBnb,
        .codec_check = &CheckBnb,
        .oracle_read = &OracleBnb,
+       .oracle_stream = &StreamWholeOutcome<&OracleBnb>,
        .claims = &ClaimsBnb,
        .oracle_claims = &oracle::IsBnbFile,
        .generate_valid = &gen::BnbValid,
@@ -183,6 +204,7 @@ const std::vector<FormatEntry>& Formats() {
        .codec_stream = &StreamGptq,
        .codec_check = &CheckGptq,
        .oracle_read = &OracleGptq,
+       .oracle_stream = &StreamWholeOutcome<&OracleGptq>,
        .claims = &ClaimsGptq,
        .oracle_claims = &oracle::IsGptqFile,
        .generate_valid = &gen::GptqValid,
@@ -197,6 +219,7 @@ const std::vector<FormatEntry>& Formats() {
        .codec_stream = &StreamPt,
        .codec_check = &CheckPt,
        .oracle_read = &OraclePt,
+       .oracle_stream = &StreamWholeOutcome<&OraclePt>,
        .claims = &ClaimsPt,
        .oracle_claims = &oracle::IsPtFile,
        .generate_valid = &gen::PtValid,
@@ -212,6 +235,7 @@ const std::vector<FormatEntry>& Formats() {
        .codec_stream = &StreamSafetensors,
        .codec_check = &CheckSafetensors,
        .oracle_read = &OracleSafetensors,
+       .oracle_stream = &StreamWholeOutcome<&OracleSafetensors>,
        .claims = &ClaimsAny,
        .oracle_claims = &ClaimsAny,
        .generate_valid = &gen::SafetensorsValid,

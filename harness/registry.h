@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "codecs/decode_sink.h"
+#include "quantdiff/tensor_sink.h"
 #include "generators/generated.h"
 #include "quantdiff/plain_data.h"
 
@@ -47,13 +47,17 @@ struct FormatEntry {
   // codec_read's tensors handed to a sink one at a time (announced first):
   // what `decode` runs, so it holds one decoded tensor, not the file.
   qd::Outcome (*codec_stream)(qd::ByteView file, const std::string& file_name,
-                              const SideFiles& side_files, codec::DecodeSink& sink);
+                              const SideFiles& side_files, qd::TensorSink& sink);
   // The codec's rules alone, decoding nothing: what `check` runs, so a file
   // larger than memory is checked through its mapping.
   qd::Outcome (*codec_check)(qd::ByteView file, const std::string& file_name,
                              const SideFiles& side_files);
   qd::Outcome (*oracle_read)(qd::ByteView file, const std::string& file_name,
                              const SideFiles& side_files);
+  // oracle_read's tensors handed over chunk by chunk (announced first): what
+  // `diff` compares with codec_stream as the values come (stream_differ.h).
+  qd::Outcome (*oracle_stream)(qd::ByteView file, const std::string& file_name,
+                               const SideFiles& side_files, qd::TensorSink& sink);
   // True when this format's rules apply to the file (codec-side detection).
   bool (*claims)(qd::ByteView file);
   // The same question answered by the oracle alone, from the contract's

@@ -19,6 +19,7 @@
 #include "codecs/gptq.h"
 #include "codecs/kernels.h"
 #include "codecs/safetensors.h"
+#include "tests/recording_sink.h"
 
 namespace {
 
@@ -1142,24 +1143,7 @@ TEST(GptqApi, FormatNames) {
 
 // ---- decoded output and streaming ---------------------------------------------
 
-class RecordingSink : public qd::codec::DecodeSink {
- public:
-  std::vector<qd::codec::TensorInfo> plan;
-  std::vector<qd::DecodedTensor> taken;
-  int plans = 0;
-  bool accept_plan = true;
-  bool Plan(const std::vector<qd::codec::TensorInfo>& tensors) override {
-    ++plans;
-    EXPECT_TRUE(taken.empty());
-    plan = tensors;
-    return accept_plan;
-  }
-  bool Take(qd::DecodedTensor&& tensor) override {
-    EXPECT_EQ(plans, 1);
-    taken.push_back(std::move(tensor));
-    return true;
-  }
-};
+using qd::test::RecordingSink;
 
 TEST(GptqDecode, OutputOrderAndStreaming) {
   FileSpec f;
@@ -1180,18 +1164,19 @@ TEST(GptqDecode, OutputOrderAndStreaming) {
                                           "model.l0.extra"};
   const std::vector<std::vector<std::uint64_t>> shapes = {{2}, {32, 64}, {32}, {2}, {1}};
   ASSERT_EQ(sink.plan.size(), names.size());
-  ASSERT_EQ(sink.taken.size(), names.size());
+  ASSERT_EQ(sink.tensors.size(), names.size());
+  EXPECT_TRUE(sink.Complete());
   for (std::size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(sink.plan[i].name, names[i]);
     EXPECT_EQ(sink.plan[i].shape, shapes[i]);
-    EXPECT_EQ(sink.taken[i].name, names[i]);
-    EXPECT_EQ(sink.taken[i].shape, shapes[i]);
+    EXPECT_EQ(sink.tensors[i].name, names[i]);
+    EXPECT_EQ(sink.tensors[i].shape, shapes[i]);
   }
-  EXPECT_EQ(sink.taken[0].values, (std::vector<float>{1.0f, -2.0f}));
-  EXPECT_EQ(sink.taken[1].values.size(), 32u * 64u);
-  EXPECT_EQ(sink.taken[2].values, std::vector<float>(32, 1.0f));
-  EXPECT_EQ(sink.taken[3].values, (std::vector<float>{1.0f, 3.0f}));
-  EXPECT_EQ(sink.taken[4].values, (std::vector<float>{1.0f}));
+  EXPECT_EQ(sink.tensors[0].values, (std::vector<float>{1.0f, -2.0f}));
+  EXPECT_EQ(sink.tensors[1].values.size(), 32u * 64u);
+  EXPECT_EQ(sink.tensors[2].values, std::vector<float>(32, 1.0f));
+  EXPECT_EQ(sink.tensors[3].values, (std::vector<float>{1.0f, 3.0f}));
+  EXPECT_EQ(sink.tensors[4].values, (std::vector<float>{1.0f}));
   // Decode = the stream collected.
   const qd::Outcome d = qd::codec::DecodeGptqFile({bytes.data(), bytes.size()}, kFile, {Cfg(kCfg4)},
                                                   qd::codec::Kernel::kScalar);
@@ -1202,7 +1187,7 @@ TEST(GptqDecode, OutputOrderAndStreaming) {
   no.accept_plan = false;
   qd::codec::StreamGptqFile({bytes.data(), bytes.size()}, kFile, {Cfg(kCfg4)}, no);
   EXPECT_EQ(no.plans, 1);
-  EXPECT_TRUE(no.taken.empty());
+  EXPECT_EQ(no.chunks, 0u);
   // A refused file announces nothing.
   RecordingSink none;
   const qd::Outcome refused = qd::codec::StreamGptqFile({bytes.data(), bytes.size()}, kFile, {}, none);

@@ -1,84 +1,231 @@
-// stream_test: every format's codec_stream (what `decode` writes from)
-// announces exactly codec_read's tensors, in order, before any values, and
-// then passes the same values, one tensor at a time.
+// stream_test: every format's codec_stream (what `decode` writes from) and
+// oracle_stream keep the chunk contract of interface/quantdiff/tensor_sink.h
+// and hand over the oracle's values (oracle_read); DiffStreams (what `diff`
+// runs) gives Compare's verdict on whole outcomes, and finds a difference
+// wherever the two streams cut their chunks.
 #include <gtest/gtest.h>
 
 #include <bit>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "harness/registry.h"
+#include "harness/stream_differ.h"
+#include "tests/recording_sink.h"
 
 namespace {
 
-// Records what the stream did, and checks the order of calls as it goes.
-class RecordingSink : public qd::codec::DecodeSink {
- public:
-  bool Plan(const std::vector<qd::codec::TensorInfo>& tensors) override {
-    EXPECT_FALSE(planned_) << "Plan called twice";
-    EXPECT_TRUE(taken.empty()) << "Plan after a tensor";
-    planned_ = true;
-    plan = tensors;
-    return true;
-  }
-  bool Take(qd::DecodedTensor&& t) override {
-    EXPECT_TRUE(planned_) << "a tensor before Plan";
-    taken.push_back(std::move(t));
-    return true;
-  }
-  std::vector<qd::codec::TensorInfo> plan;
-  std::vector<qd::DecodedTensor> taken;
-
- private:
-  bool planned_ = false;
-};
+using qd::test::RecordingSink;
+using Stream = qd::Outcome (*)(qd::ByteView, const std::string&, const qd::harness::SideFiles&,
+                               qd::TensorSink&);
 
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() &&
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
-TEST(CodecStream, MatchesCodecReadForEveryFormat) {
+// STREAM on every valid generated instance of F hands over oracle_read's
+// tensors exactly, in chunks that keep the contract.
+void ExpectStreamGivesOracleValues(const qd::harness::FormatEntry& f, Stream stream) {
+  std::size_t compared = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    qd::harness::Rng rng(seed);
+    const qd::harness::Generated g = f.generate_valid(rng);
+    const qd::ByteView view{g.bytes.data(), g.bytes.size()};
+    const qd::Outcome want = f.oracle_read(view, "s.safetensors", g.side_files);
+    RecordingSink sink;
+    const qd::Outcome streamed = stream(view, "s.safetensors", g.side_files, sink);
+    ASSERT_FALSE(want.refused) << "seed " << seed;
+    ASSERT_EQ(streamed.refused, want.refused) << "seed " << seed;
+    ASSERT_EQ(streamed.findings.size(), want.findings.size()) << "seed " << seed;
+    EXPECT_TRUE(streamed.tensors.empty()) << "a stream keeps no values";
+    ASSERT_EQ(sink.plan.size(), want.tensors.size()) << "seed " << seed;
+    EXPECT_TRUE(sink.Complete()) << "seed " << seed;
+    EXPECT_LE(sink.largest_chunk, qd::kChunkValues);
+    compared += want.tensors.size();
+    for (std::size_t i = 0; i < want.tensors.size(); ++i) {
+      EXPECT_EQ(sink.plan[i].name, want.tensors[i].name);
+      EXPECT_EQ(sink.plan[i].shape, want.tensors[i].shape);
+      EXPECT_TRUE(SameBits(sink.tensors[i].values, want.tensors[i].values))
+          << want.tensors[i].name << ", seed " << seed;
+    }
+  }
+  EXPECT_GT(compared, 5u) << "the generators gave too few decoded tensors to compare";
+}
+
+TEST(CodecStream, HandsOverTheOraclesValuesForEveryFormat) {
   for (const qd::harness::FormatEntry& f : qd::harness::Formats()) {
     SCOPED_TRACE(std::string(f.name));
-    ASSERT_NE(f.codec_stream, nullptr);
-    std::size_t compared = 0;
-    for (std::uint64_t seed = 1; seed <= 40; ++seed) {
-      qd::harness::Rng rng(seed);
-      const qd::harness::Generated g = f.generate_valid(rng);
-      const qd::ByteView view{g.bytes.data(), g.bytes.size()};
-      const qd::Outcome read = f.codec_read(view, "s.safetensors", g.side_files);
-      RecordingSink sink;
-      const qd::Outcome streamed = f.codec_stream(view, "s.safetensors", g.side_files, sink);
-      ASSERT_EQ(streamed.refused, read.refused) << "seed " << seed;
-      ASSERT_EQ(streamed.findings.size(), read.findings.size()) << "seed " << seed;
-      ASSERT_EQ(sink.plan.size(), read.tensors.size()) << "seed " << seed;
-      ASSERT_EQ(sink.taken.size(), read.tensors.size()) << "seed " << seed;
-      compared += read.tensors.size();
-      for (std::size_t i = 0; i < read.tensors.size(); ++i) {
-        EXPECT_EQ(sink.plan[i].name, read.tensors[i].name);
-        EXPECT_EQ(sink.plan[i].shape, read.tensors[i].shape);
-        EXPECT_EQ(sink.taken[i].name, read.tensors[i].name);
-        EXPECT_EQ(sink.taken[i].shape, read.tensors[i].shape);
-        EXPECT_TRUE(SameBits(sink.taken[i].values, read.tensors[i].values))
-            << read.tensors[i].name << ", seed " << seed;
-      }
-    }
-    EXPECT_GT(compared, 5u) << "the generators gave too few decoded tensors to compare";
+    ExpectStreamGivesOracleValues(f, f.codec_stream);
   }
 }
 
-TEST(CodecStream, ARefusedFileAnnouncesNothing) {
+TEST(OracleStream, HandsOverOracleReadsValuesForEveryFormat) {
+  for (const qd::harness::FormatEntry& f : qd::harness::Formats()) {
+    SCOPED_TRACE(std::string(f.name));
+    ExpectStreamGivesOracleValues(f, f.oracle_stream);
+  }
+}
+
+TEST(Streams, ARefusedFileAnnouncesNothing) {
   for (const qd::harness::FormatEntry& f : qd::harness::Formats()) {
     SCOPED_TRACE(std::string(f.name));
     qd::harness::Rng rng(7);
     const qd::harness::Generated g = f.generate_violation(f.violable_rules().front(), rng);
     const qd::ByteView view{g.bytes.data(), g.bytes.size()};
-    RecordingSink sink;
-    const qd::Outcome streamed = f.codec_stream(view, "s.safetensors", g.side_files, sink);
-    EXPECT_TRUE(streamed.refused);
-    EXPECT_TRUE(sink.plan.empty());
-    EXPECT_TRUE(sink.taken.empty());
+    for (Stream stream : {f.codec_stream, f.oracle_stream}) {
+      RecordingSink sink;
+      const qd::Outcome streamed = stream(view, "s.safetensors", g.side_files, sink);
+      EXPECT_TRUE(streamed.refused);
+      EXPECT_EQ(sink.plans, 0);
+      EXPECT_EQ(sink.chunks, 0u);
+    }
   }
+}
+
+// DiffStreams and Compare on whole outcomes give the same answer, over valid
+// instances and instances that break each rule.
+TEST(DiffStreams, AgreesWithCompareOnWholeOutcomes) {
+  std::size_t cases = 0;
+  for (const qd::harness::FormatEntry& f : qd::harness::Formats()) {
+    SCOPED_TRACE(std::string(f.name));
+    std::vector<qd::harness::Generated> inputs;
+    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+      qd::harness::Rng rng(seed);
+      inputs.push_back(f.generate_valid(rng));
+    }
+    for (const std::string& rule : f.violable_rules()) {
+      qd::harness::Rng rng(11);
+      inputs.push_back(f.generate_violation(rule, rng));
+    }
+    for (const qd::harness::Generated& g : inputs) {
+      const qd::ByteView view{g.bytes.data(), g.bytes.size()};
+      const qd::Outcome codec = f.codec_read(view, "s", g.side_files);
+      const qd::Outcome oracle = f.oracle_read(view, "s", g.side_files);
+      const auto whole = qd::harness::Compare(codec, oracle, f.name);
+      const qd::harness::StreamedDiff streamed = qd::harness::DiffStreams(f, view, "s", g.side_files);
+      ASSERT_TRUE(streamed.codec.has_value());
+      ASSERT_TRUE(streamed.oracle.has_value());
+      EXPECT_EQ(streamed.codec->refused, codec.refused);
+      EXPECT_EQ(streamed.oracle->findings.size(), oracle.findings.size());
+      EXPECT_EQ(streamed.divergence.has_value(), whole.has_value());
+      if (whole && streamed.divergence) EXPECT_EQ(streamed.divergence->signature, whole->signature);
+      ++cases;
+    }
+  }
+  EXPECT_GT(cases, 50u);
+}
+
+// ---- differences planted in the codec's stream ---------------------------
+
+// One F32 tensor "w" [rows, columns] whose value i is i (exact in F32 below
+// 2^24), as a safetensors file.
+std::vector<std::uint8_t> CountingTensor(std::uint64_t rows, std::uint64_t columns) {
+  const std::uint64_t n = rows * columns;
+  std::string header = "{\"w\":{\"dtype\":\"F32\",\"shape\":[" + std::to_string(rows) + "," +
+                       std::to_string(columns) + "],\"data_offsets\":[0," +
+                       std::to_string(4 * n) + "]}}";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::vector<std::uint8_t> b(8);
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<std::uint8_t>(header.size() >> (8 * i));
+  b.insert(b.end(), header.begin(), header.end());
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(static_cast<float>(i));
+    for (int k = 0; k < 4; ++k) b.push_back(static_cast<std::uint8_t>(bits >> (8 * k)));
+  }
+  return b;
+}
+
+// What the planted codec does to the real one's stream.
+struct Plant {
+  std::size_t rechunk = 0;        // re-cut the values into chunks of this size
+  std::int64_t flip_element = -1;  // flip the low bit of this value
+  std::int64_t drop_chunk = -1;    // leave out this (re-cut) chunk
+};
+Plant g_plant;
+
+class PlantingSink : public qd::TensorSink {
+ public:
+  explicit PlantingSink(qd::TensorSink* next) : next_(next) {}
+  bool Plan(const std::vector<qd::TensorInfo>& t) override { return next_->Plan(t); }
+  bool Take(const qd::TensorChunk& c) override {
+    std::vector<float> values(c.values, c.values + c.count);
+    for (std::size_t i = 0; i < c.count; ++i) {
+      if (static_cast<std::int64_t>(c.first + i) == g_plant.flip_element) {
+        values[i] = std::bit_cast<float>(std::bit_cast<std::uint32_t>(values[i]) ^ 1u);
+      }
+    }
+    const std::size_t step = g_plant.rechunk ? g_plant.rechunk : c.count;
+    for (std::size_t at = 0; at < c.count; at += step) {
+      const std::size_t n = std::min(step, c.count - at);
+      if (static_cast<std::int64_t>(cut_++) == g_plant.drop_chunk) continue;
+      if (!next_->Take(qd::TensorChunk{c.tensor, c.first + at, values.data() + at, n})) return false;
+    }
+    return true;
+  }
+
+ private:
+  qd::TensorSink* next_;
+  std::size_t cut_ = 0;
+};
+
+qd::Outcome PlantedCodecStream(qd::ByteView file, const std::string& name,
+                               const qd::harness::SideFiles& side_files, qd::TensorSink& sink) {
+  PlantingSink planting(&sink);
+  return qd::harness::FindFormat("safetensors")->codec_stream(file, name, side_files, planting);
+}
+
+qd::harness::StreamedDiff DiffPlanted(const std::vector<std::uint8_t>& file, Plant plant) {
+  g_plant = plant;
+  qd::harness::FormatEntry planted = *qd::harness::FindFormat("safetensors");
+  planted.codec_stream = &PlantedCodecStream;
+  return qd::harness::DiffStreams(planted, {file.data(), file.size()}, "w.safetensors", {});
+}
+
+// 2.5 chunks of values: the oracle cuts at kChunkValues, the planted codec at
+// 1000 values, so no chunk boundary but 0 is shared.
+const std::uint64_t kColumns = 1000;
+const std::uint64_t kRows = (5 * qd::kChunkValues / 2) / kColumns;
+
+TEST(DiffStreams, MisalignedChunksOfEqualValuesAgree) {
+  const auto file = CountingTensor(kRows, kColumns);
+  const auto d = DiffPlanted(file, Plant{.rechunk = 1000});
+  ASSERT_TRUE(d.codec && d.oracle);
+  EXPECT_FALSE(d.divergence.has_value()) << d.divergence->signature << ": " << d.divergence->detail;
+}
+
+TEST(DiffStreams, OneFlippedBitIsFoundAtItsElement) {
+  const auto file = CountingTensor(kRows, kColumns);
+  // In the third oracle chunk and the middle of a codec chunk.
+  const std::int64_t element = static_cast<std::int64_t>(2 * qd::kChunkValues + 1234);
+  const auto d = DiffPlanted(file, Plant{.rechunk = 1000, .flip_element = element});
+  ASSERT_TRUE(d.divergence.has_value());
+  EXPECT_EQ(d.divergence->signature, "DIFF:safetensors:bytes:value");
+  EXPECT_NE(d.divergence->detail.find("element " + std::to_string(element) + ":"), std::string::npos)
+      << d.divergence->detail;
+  // The codec's value is the oracle's with the low bit flipped: i ^ 1 in the bits.
+  char want[64];
+  std::snprintf(want, sizeof want, "codec 0x%08x oracle 0x%08x",
+                std::bit_cast<std::uint32_t>(static_cast<float>(element)) ^ 1u,
+                std::bit_cast<std::uint32_t>(static_cast<float>(element)));
+  EXPECT_NE(d.divergence->detail.find(want), std::string::npos) << d.divergence->detail;
+}
+
+TEST(DiffStreams, AMissingChunkIsATensorHeaderDivergence) {
+  const auto file = CountingTensor(kRows, kColumns);
+  const auto d = DiffPlanted(file, Plant{.rechunk = 1000, .drop_chunk = 7});
+  ASSERT_TRUE(d.divergence.has_value());
+  EXPECT_EQ(d.divergence->signature, "DIFF:safetensors:bytes:tensor-header");
+}
+
+TEST(DiffStreams, AMissingLastChunkIsFoundAtTheEnd) {
+  const auto file = CountingTensor(2, 3);
+  const auto d = DiffPlanted(file, Plant{.rechunk = 2, .drop_chunk = 2});
+  ASSERT_TRUE(d.divergence.has_value());
+  EXPECT_EQ(d.divergence->signature, "DIFF:safetensors:bytes:tensor-header");
+  EXPECT_NE(d.divergence->detail.find("stopped at element 4"), std::string::npos)
+      << d.divergence->detail;
 }
 
 }  // namespace

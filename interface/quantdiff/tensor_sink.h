@@ -1,0 +1,101 @@
+// tensor_sink.h: decoded values handed over a chunk at a time.
+//
+// The second header codecs/ and oracles/ both include, and as plain as the
+// first: plumbing that knows no format. A reader's Stream*File function
+// announces every tensor it will produce (name and shape, in order, Plan),
+// then hands over their values in row-major order as chunks (Take): tensor
+// by tensor in the announced order, each tensor's chunks in order, together
+// covering each tensor's values exactly once. So `decode` writes and `diff`
+// compares as the values come, holding a chunk, not the file (issue 9,
+// section 3; README "Resources").
+//
+// A reader keeps a chunk to at most kChunkValues values where it can cut
+// there (a row of a quantized matrix longer than that may come whole). The
+// chunk's memory belongs to the reader and is valid only during Take.
+//
+//   class Writer : public qd::TensorSink { ... };
+//   Writer w(out);
+//   qd::Outcome o = qd::codec::StreamRbqFile(bytes, name, w);
+#ifndef QUANTDIFF_TENSOR_SINK_H_
+#define QUANTDIFF_TENSOR_SINK_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "quantdiff/plain_data.h"
+
+namespace qd {
+
+// 2^20 values: 4 MiB of F32, the "one row chunk of output" of the bound.
+inline constexpr std::size_t kChunkValues = std::size_t{1} << 20;
+
+struct TensorInfo {
+  std::string name;
+  std::vector<std::uint64_t> shape;
+};
+
+// Values [first, first + count) of tensor number `tensor` of the plan.
+struct TensorChunk {
+  std::size_t tensor = 0;
+  std::uint64_t first = 0;
+  const float* values = nullptr;
+  std::size_t count = 0;
+};
+
+class TensorSink {
+ public:
+  virtual ~TensorSink() = default;
+  // Every tensor that will follow, in order, before any values. False stops.
+  virtual bool Plan(const std::vector<TensorInfo>& tensors) = 0;
+  // The next chunk, in the order above. False stops the reader.
+  virtual bool Take(const TensorChunk& chunk) = 0;
+};
+
+// Keeps every value: what the whole-file readers (Decode*File, Read*File)
+// return. Each tensor is sized from its planned shape; a chunk that does not
+// fit its tensor stops the reader (a broken stream, never a silent overrun).
+class CollectingSink : public TensorSink {
+ public:
+  explicit CollectingSink(std::vector<DecodedTensor>* out) : out_(out) {}
+  bool Plan(const std::vector<TensorInfo>& tensors) override {
+    out_->reserve(out_->size() + tensors.size());
+    base_ = out_->size();
+    for (const TensorInfo& t : tensors) out_->push_back(DecodedTensor{t.name, t.shape, {}});
+    return true;
+  }
+  bool Take(const TensorChunk& chunk) override {
+    if (base_ + chunk.tensor >= out_->size()) return false;
+    std::vector<float>& values = (*out_)[base_ + chunk.tensor].values;
+    if (chunk.first != values.size()) return false;
+    values.insert(values.end(), chunk.values, chunk.values + chunk.count);
+    return true;
+  }
+
+ private:
+  std::vector<DecodedTensor>* out_;
+  std::size_t base_ = 0;
+};
+
+// How many rows of ROW_VALUES values make a chunk: as many as fit in
+// kChunkValues, at least one.
+inline std::uint64_t RowsPerChunk(std::uint64_t row_values) {
+  return row_values == 0 || row_values >= kChunkValues ? 1 : kChunkValues / row_values;
+}
+
+// Hands VALUES over as tensor number TENSOR in chunks of kChunkValues: for a
+// reader that has a whole tensor's values at once. An empty tensor has no
+// chunk.
+inline bool TakeWhole(TensorSink& sink, std::size_t tensor, const std::vector<float>& values) {
+  for (std::size_t first = 0; first < values.size(); first += kChunkValues) {
+    const std::size_t count = std::min(kChunkValues, values.size() - first);
+    if (!sink.Take(TensorChunk{tensor, first, values.data() + first, count})) return false;
+  }
+  return true;
+}
+
+}  // namespace qd
+
+#endif  // QUANTDIFF_TENSOR_SINK_H_
