@@ -64,6 +64,9 @@ std::vector<std::uint8_t> PtTensorBytes(const PtTensor& tensor);
 // Floating tensors (F32, F16, BF16, F64) to binary32 in C order (section 6.3);
 // false for another dtype.
 bool DecodePtTensor(const PtTensor& tensor, float* out);
+// C-order elements [first, first + count) of a floating tensor to binary32
+// (first + count <= numel): a view decoded a chunk at a time, never whole.
+bool DecodePtRange(const PtTensor& tensor, std::uint64_t first, std::uint64_t count, float* out);
 
 // ---- the value model (sections 4.2, 6.2) ---------------------------------------
 enum class PtKind : std::uint8_t {

@@ -1,6 +1,7 @@
 // pt_views.cc: a tensor's elements in C order (docs/pt.md 5.2, 5.3, 6.3,
 // 6.4): storage indices and byte offsets of a view, its bytes little-endian
 // and its floating values to binary32. See pt.h.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -12,23 +13,37 @@ namespace {
 
 using u64 = std::uint64_t;
 
+// Calls f with the address of C-order elements [first, first + count) of
+// the view, in order (section 5.3); first + count <= numel.
 template <typename F>
-void ForEachElement(const PtTensor& t, std::uint64_t isz, F&& f) {
-  if (t.numel == 0) return;
+void ForEachElement(const PtTensor& t, std::uint64_t isz, u64 first, u64 count, F&& f) {
+  if (count == 0) return;
   const std::size_t rank = t.shape.size();
   if (PtIsContiguous(t)) {
-    const std::uint8_t* p = t.storage + t.storage_offset * isz;
-    for (u64 i = 0; i < t.numel; ++i) f(p + i * isz);
+    const std::uint8_t* p = t.storage + (t.storage_offset + first) * isz;
+    for (u64 i = 0; i < count; ++i) f(p + i * isz);
     return;
   }
-  // Odometer over all dimensions but the last; the last runs as a strided loop.
-  const u64 inner = t.shape[rank - 1];
-  const u64 inner_step = t.stride[rank - 1] * isz;
+  // The multi-index of `first`, then an odometer over all dimensions but the
+  // last; the last runs as a strided loop (rank >= 1: rank 0 is contiguous).
   std::vector<u64> index(rank, 0);
-  u64 base = t.storage_offset;
+  u64 base = t.storage_offset;  // storage element of the multi-index
+  u64 rest = first;
+  for (std::size_t k = rank; k-- > 0;) {
+    index[k] = rest % t.shape[k];
+    rest /= t.shape[k];
+    base += index[k] * t.stride[k];
+  }
+  const u64 inner = t.shape[rank - 1];
+  const u64 inner_stride = t.stride[rank - 1];
   while (true) {
+    const u64 run = std::min(inner - index[rank - 1], count);
     const std::uint8_t* p = t.storage + base * isz;
-    for (u64 j = 0; j < inner; ++j) f(p + j * inner_step);
+    for (u64 j = 0; j < run; ++j) f(p + j * inner_stride * isz);
+    count -= run;
+    if (count == 0) return;
+    base -= index[rank - 1] * inner_stride;
+    index[rank - 1] = 0;
     std::size_t k = rank - 1;
     while (true) {
       if (k == 0) return;
@@ -92,7 +107,7 @@ void CopyPtTensorBytes(const PtTensor& t, std::uint8_t* out) {
     if (t.numel != 0) std::memcpy(out, t.storage + t.storage_offset * isz, t.numel * isz);
     return;
   }
-  ForEachElement(t, isz, [&](const std::uint8_t* e) {
+  ForEachElement(t, isz, 0, t.numel, [&](const std::uint8_t* e) {
     LoadElement(e, isz, t.big_endian, out);
     out += isz;
   });
@@ -104,15 +119,17 @@ std::vector<std::uint8_t> PtTensorBytes(const PtTensor& t) {
   return bytes;
 }
 
-bool DecodePtTensor(const PtTensor& t, float* out) {
+bool DecodePtTensor(const PtTensor& t, float* out) { return DecodePtRange(t, 0, t.numel, out); }
+
+bool DecodePtRange(const PtTensor& t, std::uint64_t first, std::uint64_t count, float* out) {
   const bool swap = t.big_endian;
   switch (t.dtype) {
     case Dtype::kF32:
       if (!swap && PtIsContiguous(t)) {
-        if (t.numel != 0) std::memcpy(out, t.storage + t.storage_offset * 4, t.numel * 4);
+        if (count != 0) std::memcpy(out, t.storage + (t.storage_offset + first) * 4, count * 4);
         return true;
       }
-      ForEachElement(t, 4, [&](const std::uint8_t* e) {
+      ForEachElement(t, 4, first, count, [&](const std::uint8_t* e) {
         std::uint8_t b[4];
         LoadElement(e, 4, swap, b);
         std::memcpy(out++, b, 4);
@@ -121,14 +138,14 @@ bool DecodePtTensor(const PtTensor& t, float* out) {
     case Dtype::kF16:
     case Dtype::kBF16: {
       const bool half = t.dtype == Dtype::kF16;
-      ForEachElement(t, 2, [&](const std::uint8_t* e) {
+      ForEachElement(t, 2, first, count, [&](const std::uint8_t* e) {
         const auto w = static_cast<std::uint16_t>(swap ? (e[1] | (e[0] << 8)) : (e[0] | (e[1] << 8)));
         *out++ = half ? F16ToF32(w) : BF16ToF32(w);
       });
       return true;
     }
     case Dtype::kF64:
-      ForEachElement(t, 8, [&](const std::uint8_t* e) {
+      ForEachElement(t, 8, first, count, [&](const std::uint8_t* e) {
         std::uint8_t b[8];
         LoadElement(e, 8, swap, b);
         double v;

@@ -135,6 +135,11 @@ qd::Outcome OraclePt(qd::ByteView file, const std::string& name, const SideFiles
   return oracle::ReadPtFile(file, name);
 }
 
+qd::Outcome OracleStreamPt(qd::ByteView file, const std::string& name, const SideFiles&,
+                           qd::TensorSink& sink) {
+  return oracle::StreamPtFile(file, name, sink);
+}
+
 // An oracle that has no stream of its own yet: its whole outcome handed over
 // tensor by tensor (holds the oracle's whole decode, unlike a real stream).
 template <qd::Outcome (*Read)(qd::ByteView, const std::string&, const SideFiles&)>
@@ -219,7 +224,7 @@ const std::vector<FormatEntry>& Formats() {
        .codec_stream = &StreamPt,
        .codec_check = &CheckPt,
        .oracle_read = &OraclePt,
-       .oracle_stream = &StreamWholeOutcome<&OraclePt>,
+       .oracle_stream = &OracleStreamPt,
        .claims = &ClaimsPt,
        .oracle_claims = &oracle::IsPtFile,
        .generate_valid = &gen::PtValid,

@@ -232,12 +232,51 @@ bool IsListStateCandidate(const std::string& name, bool is_sequence) {
 // ---------------------------------------------------------------------------
 // Section 8: ReadPtFile.
 
-qd::Outcome ReadPtFileUnguarded(qd::ByteView file, const std::string& file_name,
-                                std::vector<PtTensorBytes>* tensors_out,
-                                std::vector<PtValueEntry>* values_out, PtValueGraph* graph_out) {
+// Section 6.3's output, tensor by tensor in 6.4's order, a view a chunk of
+// kChunkValues elements at a time (never a whole broadcast view in memory).
+bool StreamPtTable(qd::ByteView file, const std::vector<PtTensorBytes>& table, qd::TensorSink& sink) {
+  const std::vector<std::size_t> order = PtDecodedOrder(table);
+  std::vector<qd::TensorInfo> plan;
+  plan.reserve(order.size());
+  for (const std::size_t i : order) plan.push_back({table[i].name, table[i].shape});
+  if (!sink.Plan(plan)) return false;
+  std::vector<float> values;
+  for (std::size_t index = 0; index < order.size(); ++index) {
+    const PtTensorBytes& tensor = table[order[index]];
+    const std::uint64_t n = Numel(tensor.shape);
+    for (std::uint64_t first = 0; first < n; first += qd::kChunkValues) {
+      const std::size_t count = static_cast<std::size_t>(std::min<std::uint64_t>(qd::kChunkValues, n - first));
+      values.resize(count);
+      PtDecodeRange(file, tensor, first, count, values.data());
+      if (!sink.Take(qd::TensorChunk{index, first, values.data(), count})) return false;
+    }
+  }
+  return true;
+}
+
+// docs/bnb.md's output of a file with layers, as ReadBnbTable gives it:
+// whole tensors, handed over in chunks.
+void StreamWhole(std::vector<qd::DecodedTensor> tensors, qd::TensorSink& sink) {
+  std::vector<qd::TensorInfo> plan;
+  for (const qd::DecodedTensor& t : tensors) plan.push_back({t.name, t.shape});
+  if (!sink.Plan(plan)) return;
+  for (std::size_t i = 0; i < tensors.size() && qd::TakeWhole(sink, i, tensors[i].values); ++i) {
+    tensors[i].values = {};
+  }
+}
+
+qd::Outcome StreamPtFileUnguarded(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink,
+                                  std::vector<PtTensorBytes>* tensors_out,
+                                  std::vector<PtValueEntry>* values_out, PtValueGraph* graph_out) {
   PtTables tables;
+  // Unless the caller asks for the table's bytes, a tensor is read through
+  // its layout: a broadcast view never exists whole. One of at most
+  // kHeldBytes is held all the same: cheaper than the closures that read it
+  // later (BnbTableFromPt).
+  constexpr std::uint64_t kHeldBytes = 256;
   qd::Outcome outcome = ReadPtTables(file, file_name, values_out != nullptr,
-                                     graph_out != nullptr ? nullptr : IsListStateCandidate, &tables);
+                                     graph_out != nullptr ? nullptr : IsListStateCandidate, &tables,
+                                     tensors_out != nullptr ? UINT64_MAX : kHeldBytes);
   if (outcome.refused) return outcome;  // steps 1..7
   // Step 8 (6.4, 7): the bitsandbytes readers on the tensor table. Their
   // findings follow the PT warnings; a file with a layer decodes as
@@ -245,13 +284,38 @@ qd::Outcome ReadPtFileUnguarded(qd::ByteView file, const std::string& file_name,
   const BnbTable bnb = BnbTableFromPt(file, tables.pickle_start, tables.tensors, tables.graph);
   if (ReadBnbTable(bnb, file_name, &outcome)) {
     if (outcome.refused) return outcome;  // the tables are given on accept only
+    std::vector<qd::DecodedTensor> decoded = std::move(outcome.tensors);
+    outcome.tensors.clear();
+    StreamWhole(std::move(decoded), sink);
   } else {
-    outcome.tensors = DecodePtTable(tables.tensors);
+    StreamPtTable(file, tables.tensors, sink);
   }
   if (tensors_out != nullptr) *tensors_out = std::move(tables.tensors);
   if (values_out != nullptr) *values_out = std::move(tables.values);
   if (graph_out != nullptr) *graph_out = std::move(tables.graph);
   return outcome;
+}
+
+// StreamPtFileUnguarded with std::bad_alloc (the output of an accepted file
+// that does not fit in memory) as PT-012; nothing escapes.
+qd::Outcome StreamPtFileGuarded(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink,
+                                std::vector<PtTensorBytes>* tensors, std::vector<PtValueEntry>* values,
+                                PtValueGraph* graph) {
+  if (tensors != nullptr) tensors->clear();
+  if (values != nullptr) values->clear();
+  if (graph != nullptr) *graph = PtValueGraph();
+  try {
+    return StreamPtFileUnguarded(file, file_name, sink, tensors, values, graph);
+  } catch (...) {
+    qd::Outcome outcome;
+    outcome.refused = true;
+    outcome.findings.push_back(NewFinding("PT-012", qd::Severity::kError, file_name, std::string(),
+                                          "container", 0, "out of memory"));
+    if (tensors != nullptr) tensors->clear();
+    if (values != nullptr) values->clear();
+    if (graph != nullptr) *graph = PtValueGraph();
+    return outcome;
+  }
 }
 
 }  // namespace
@@ -262,8 +326,12 @@ BnbTable BnbTableFromPt(qd::ByteView file, std::int64_t pickle_start,
   table.header_offset = pickle_start;  // docs/pt.md 6.4: header-level facts point at data.pkl
   table.tensors.reserve(tensors.size());
   for (const PtTensorBytes& source : tensors) {
-    table.tensors.push_back(
-        PtTensor(file, source.name, source.dtype, source.shape, source.layout, &source.bytes));
+    // A table read without its bytes (ReadPtTables' materialise) reads them
+    // on first use, as a tensor inside a value does.
+    const std::uint64_t isz = source.layout.item_size == 0 ? 1 : source.layout.item_size;
+    const bool held = source.bytes.size() == Numel(source.shape) * isz;
+    table.tensors.push_back(PtTensor(file, source.name, source.dtype, source.shape, source.layout,
+                                     held ? &source.bytes : nullptr));
   }
   std::sort(table.tensors.begin(), table.tensors.end(), [](const BnbTensor& a, const BnbTensor& b) {
     if (a.begin != b.begin) return a.begin < b.begin;
@@ -282,26 +350,19 @@ BnbTable BnbTableFromPt(qd::ByteView file, std::int64_t pickle_start,
   return table;
 }
 
+qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink) {
+  return StreamPtFileGuarded(file, file_name, sink, nullptr, nullptr, nullptr);
+}
+
 qd::Outcome ReadPtFile(qd::ByteView file, const std::string& file_name,
                        std::vector<PtTensorBytes>* tensors, std::vector<PtValueEntry>* values,
                        PtValueGraph* graph) {
-  if (tensors != nullptr) tensors->clear();
-  if (values != nullptr) values->clear();
-  if (graph != nullptr) *graph = PtValueGraph();
-  try {
-    return ReadPtFileUnguarded(file, file_name, tensors, values, graph);
-  } catch (...) {
-    // Only std::bad_alloc can get here (the output of an accepted file that
-    // does not fit in memory); nothing escapes.
-    qd::Outcome outcome;
-    outcome.refused = true;
-    outcome.findings.push_back(NewFinding("PT-012", qd::Severity::kError, file_name, std::string(),
-                                          "container", 0, "out of memory"));
-    if (tensors != nullptr) tensors->clear();
-    if (values != nullptr) values->clear();
-    if (graph != nullptr) *graph = PtValueGraph();
-    return outcome;
-  }
+  // The stream, collected.
+  std::vector<qd::DecodedTensor> decoded;
+  qd::CollectingSink sink(&decoded);
+  qd::Outcome outcome = StreamPtFileGuarded(file, file_name, sink, tensors, values, graph);
+  if (!outcome.refused) outcome.tensors = std::move(decoded);
+  return outcome;
 }
 
 }  // namespace qd::oracle

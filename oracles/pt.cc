@@ -33,7 +33,7 @@ namespace {
 
 // Steps 1..7 and the tables; false after the refusal.
 bool ReadTables(qd::ByteView file, Report& report, bool want_values, PtGraphWanted graph_wanted,
-                PtTables* tables) {
+                std::uint64_t materialise_limit, PtTables* tables) {
   Archive archive;
   if (!ReadEndRecords(file, report, &archive)) return false;          // step 1
   if (!ReadCentralDirectory(file, report, &archive)) return false;    // step 2
@@ -90,7 +90,9 @@ bool ReadTables(qd::ByteView file, Report& report, bool want_values, PtGraphWant
     bytes.shape = ShapeOf(tensor);
     bytes.layout = LayoutOf(model, tensor, records.big_endian);
     // Section 3 has bounded these bytes (PT-012 otherwise).
-    bytes.bytes = PtTensorCOrderBytes(file, bytes.shape, bytes.layout);
+    if (bytes.layout.end - bytes.layout.begin <= materialise_limit) {
+      bytes.bytes = PtTensorCOrderBytes(file, bytes.shape, bytes.layout);
+    }
     table.push_back(std::move(bytes));
   }
   tables->pickle_start = static_cast<std::int64_t>(records.pkl_start);
@@ -101,7 +103,8 @@ bool ReadTables(qd::ByteView file, Report& report, bool want_values, PtGraphWant
 }  // namespace pt_internal
 
 qd::Outcome ReadPtTables(qd::ByteView file, const std::string& file_name, bool want_values,
-                         PtGraphWanted graph_wanted, PtTables* tables) {
+                         PtGraphWanted graph_wanted, PtTables* tables,
+                         std::uint64_t materialise_limit) {
   *tables = PtTables();
   qd::Outcome outcome;
   pt_internal::Report report{file_name, &outcome};
@@ -109,7 +112,7 @@ qd::Outcome ReadPtTables(qd::ByteView file, const std::string& file_name, bool w
     report.Refuse("PT-002", "eocd", 0, "no bytes");
     return outcome;
   }
-  pt_internal::ReadTables(file, report, want_values, graph_wanted, tables);
+  pt_internal::ReadTables(file, report, want_values, graph_wanted, materialise_limit, tables);
   return outcome;
 }
 

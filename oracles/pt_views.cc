@@ -43,23 +43,9 @@ namespace {
 
 using pt_internal::u128;
 
-qd::DecodedTensor Decode(const PtTensorBytes& entry) {
-  qd::DecodedTensor decoded;
-  decoded.name = entry.name;
-  decoded.shape = entry.shape;
-  const std::uint8_t* p = entry.bytes.data();
-  std::uint64_t isz = 4;
-  if (entry.dtype == "F16" || entry.dtype == "BF16") isz = 2;
-  if (entry.dtype == "F64") isz = 8;
-  const std::uint64_t count = entry.bytes.size() / isz;
-  decoded.values.resize(count);
-  for (std::uint64_t i = 0; i < count; ++i) decoded.values[i] = FloatElement(entry.dtype, p, i);
-  return decoded;
-}
-
 }  // namespace
 
-std::vector<qd::DecodedTensor> DecodePtTable(const std::vector<PtTensorBytes>& table) {
+std::vector<std::size_t> PtDecodedOrder(const std::vector<PtTensorBytes>& table) {
   // Section 6.3 in 6.4's order: (begin, end, name bytes).
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < table.size(); ++i) {
@@ -70,10 +56,22 @@ std::vector<qd::DecodedTensor> DecodePtTable(const std::vector<PtTensorBytes>& t
     if (table[a].layout.end != table[b].layout.end) return table[a].layout.end < table[b].layout.end;
     return table[a].name < table[b].name;
   });
-  std::vector<qd::DecodedTensor> decoded;
-  decoded.reserve(order.size());
-  for (const std::size_t i : order) decoded.push_back(Decode(table[i]));
-  return decoded;
+  return order;
+}
+
+void PtDecodeRange(qd::ByteView file, const PtTensorBytes& tensor, std::uint64_t first,
+                   std::uint64_t count, float* out) {
+  const std::uint64_t isz = tensor.layout.item_size;
+  std::uint8_t element[8] = {};  // the widest item, F64
+  for (std::uint64_t i = first; i < first + count; ++i) {
+    // 6.4: element i starts at the file offset of its byte i * isz.
+    const std::uint8_t* at = file.data + PtByteOffset(tensor.shape, tensor.layout, i * isz);
+    for (std::uint64_t b = 0; b < isz; ++b) {
+      // 5.2: a big-endian file's elements are byte-swapped on read.
+      element[b] = tensor.layout.big_endian ? at[isz - 1 - b] : at[b];
+    }
+    out[i - first] = FloatElement(tensor.dtype, element, 0);
+  }
 }
 
 std::uint64_t PtByteOffset(const std::vector<std::uint64_t>& shape, const PtTensorLayout& layout,
