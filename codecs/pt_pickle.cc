@@ -5,9 +5,9 @@
 // See pt_reader.h.
 #include <algorithm>
 #include <bit>
-#include <initializer_list>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "codecs/pt_reader.h"
 
@@ -591,7 +591,9 @@ bool Reader::OpStop(std::uint8_t) {
 const Reader::OpTable& Reader::Opcodes() {
   static const OpTable table = [] {
     OpTable t{};  // null: outside the subset (PT-013)
-    const std::pair<std::initializer_list<std::uint8_t>, OpHandler> rows[] = {
+    // Each row owns its opcodes (an initializer_list member would outlive
+    // its array).
+    const std::pair<std::vector<std::uint8_t>, OpHandler> rows[] = {
         {{0x80}, &Reader::OpProto},
         {{0x95}, &Reader::OpFrame},
         {{0x28}, &Reader::OpMark},
