@@ -109,8 +109,9 @@ std::optional<qd::Finding> PlanPtConversion(const qd::codec::PtResult& read,
   }
   std::vector<qd::codec::TensorToWrite> specs;
   specs.reserve(read.tensors.size());
-  for (const qd::codec::PtTensor& t : read.tensors) {
-    specs.push_back({t.name, std::string(qd::codec::InfoOf(t.dtype).name), t.shape,
+  for (std::size_t i = 0; i < read.tensors.size(); ++i) {
+    const qd::codec::PtTensor& t = read.TableTensor(i);
+    specs.push_back({read.tensors[i].name, std::string(qd::codec::InfoOf(t.dtype).name), t.shape,
                      t.numel * qd::codec::PtItemSize(t.dtype)});
     plan->tensors.push_back(&t);
   }

@@ -13,7 +13,7 @@
 // little-endian (section 5.3).
 //
 //   qd::codec::PtResult r = qd::codec::ReadPt(bytes, "model.pt");
-//   if (!r.refused) for (const auto& t : r.tensors) Use(t.name, qd::codec::PtTensorBytes(t));
+//   if (!r.refused) for (const auto& e : r.tensors) Use(e.name, qd::codec::PtTensorBytes(r.all_tensors[e.tensor]));
 //   const qd::codec::PtNode* q = r.Value("w.quant_state");  // the value table
 //
 // The result's tensors point into `file`: keep the bytes alive while using them.
@@ -32,9 +32,10 @@
 
 namespace qd::codec {
 
-// One tensor (section 5): a view of a storage record, read in C order.
+// One tensor (section 5): a view of a storage record, read in C order. Held
+// once per _rebuild_tensor_v2 the pickle ran (PtResult::all_tensors), however
+// many names the memo gives it.
 struct PtTensor {
-  std::string name;  // flattened name (section 6.1); empty for tensors inside values
   Dtype dtype = Dtype::kU8;  // F64, F32, F16, BF16, I64, I32, I16, I8, U8 or BOOL
   std::vector<std::uint64_t> shape;
   std::vector<std::uint64_t> stride;   // in elements
@@ -63,6 +64,9 @@ std::vector<std::uint8_t> PtTensorBytes(const PtTensor& tensor);
 // Floating tensors (F32, F16, BF16, F64) to binary32 in C order (section 6.3);
 // false for another dtype.
 bool DecodePtTensor(const PtTensor& tensor, float* out);
+// C-order elements [first, first + count) of a floating tensor to binary32
+// (first + count <= numel): a view decoded a chunk at a time, never whole.
+bool DecodePtRange(const PtTensor& tensor, std::uint64_t first, std::uint64_t count, float* out);
 
 // ---- the value model (sections 4.2, 6.2) ---------------------------------------
 enum class PtKind : std::uint8_t {
@@ -92,6 +96,14 @@ struct PtNode {
   std::uint32_t tensor = kPtNoNode;      // kTensor: index into PtResult::all_tensors
 };
 
+// One entry of the tensor table (section 6.1): a flattened name and the
+// tensor it names, by index into PtResult::all_tensors (a table entry costs
+// its name and an index, not a copy of the view).
+struct PtTableEntry {
+  std::string name;
+  std::uint32_t tensor = 0;
+};
+
 struct PtResult {
   bool refused = false;
   std::vector<qd::Finding> findings;  // warnings in the order met, then at most one error
@@ -99,13 +111,15 @@ struct PtResult {
   std::uint64_t pickle_begin = 0;  // ds of data.pkl: byte_offset of header-level findings
   bool big_endian = false;
   std::string prefix;              // P, the archive prefix
-  std::vector<PtTensor> tensors;   // the tensor table, in flattening order
+  std::vector<PtTableEntry> tensors;  // the tensor table, in flattening order
   std::vector<std::pair<std::string, std::uint32_t>> values;  // the value table: name, node
   std::vector<PtNode> nodes;       // every value built by the pickle
   std::uint32_t root = kPtNoNode;
   std::vector<PtTensor> all_tensors;  // every tensor the pickle built (kTensor nodes), unnamed
 
   const PtNode& Node(std::uint32_t index) const { return nodes[index]; }
+  // The view of tensor table entry i.
+  const PtTensor& TableTensor(std::size_t i) const { return all_tensors[tensors[i].tensor]; }
   const PtNode* Value(std::string_view name) const;     // value table entry, or null
   const PtTensor* Tensor(std::string_view name) const;  // tensor table entry, or null
   // Dict lookup by str key; null when node is not a dict or has no such key.

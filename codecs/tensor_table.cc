@@ -3,6 +3,7 @@
 
 #include "codecs/pt.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace qd::codec {
@@ -23,9 +24,17 @@ TensorTable TensorTable::FromContainer(Container container) {
 
 TensorTable TensorTable::FromPt(PtResult pickle) {
   TensorTable table;
+  // The table takes the entries' names over: the reading it keeps serves
+  // the value model (values, nodes, all_tensors), so each name is held once.
+  std::vector<PtTableEntry> entries = std::move(pickle.tensors);
+  pickle.tensors = {};
   table.pickle_ = std::make_shared<const PtResult>(std::move(pickle));
   table.header_offset_ = static_cast<std::int64_t>(table.pickle_->pickle_begin);
-  for (const PtTensor& t : table.pickle_->tensors) table.AddPt(t, t.name, true);
+  const PtResult& r = *table.pickle_;
+  table.tensors_.reserve(entries.size());
+  table.sources_.reserve(entries.size());
+  table.materialised_.reserve(entries.size());
+  for (PtTableEntry& e : entries) table.AddPt(r.all_tensors[e.tensor], std::move(e.name), true);
   return table;
 }
 
@@ -80,9 +89,16 @@ const std::string* TensorTable::Metadata(std::string_view key) const {
 bool TensorTable::StreamFloat(std::size_t i, std::size_t index, TensorSink& sink) const {
   const Source& s = sources_[i];
   if (s.view == nullptr) return StreamFloatTensor(container_, container_.tensors[i], index, sink);
-  std::vector<float> values(tensors_[i].element_count);
-  DecodePtTensor(*s.view, values.data());
-  return TakeWhole(sink, index, values);
+  // A .pt view (docs/pt.md 5.3) goes kChunkValues elements at a time: a
+  // broadcast view of a small storage never exists whole in memory.
+  const std::uint64_t n = tensors_[i].element_count;
+  std::vector<float> values(static_cast<std::size_t>(std::min<std::uint64_t>(n, kChunkValues)));
+  for (std::uint64_t first = 0; first < n; first += kChunkValues) {
+    const std::size_t count = static_cast<std::size_t>(std::min<std::uint64_t>(kChunkValues, n - first));
+    if (!DecodePtRange(*s.view, first, count, values.data())) return false;
+    if (!sink.Take(TensorChunk{index, first, values.data(), count})) return false;
+  }
+  return true;
 }
 
 }  // namespace qd::codec

@@ -72,6 +72,7 @@ class TensorTable {
   bool StreamFloat(std::size_t i, std::size_t index, TensorSink& sink) const;
 
   // The .pt reading behind the table (its value table and nodes), or null.
+  // Its tensor table is this table (PtResult::tensors is empty there).
   const PtResult* pickle() const { return pickle_.get(); }
   // The safetensors container behind the table, or null.
   const Container* container() const { return pickle_ ? nullptr : &container_; }

@@ -155,23 +155,9 @@ qd::Outcome OraclePt(qd::ByteView file, const std::string& name, const SideFiles
   return oracle::ReadPtFile(file, name);
 }
 
-// An oracle that has no stream of its own yet (pt): its whole outcome handed over
-// tensor by tensor (holds the oracle's whole decode, unlike a real stream).
-template <qd::Outcome (*Read)(qd::ByteView, const std::string&, const SideFiles&)>
-qd::Outcome StreamWholeOutcome(qd::ByteView file, const std::string& name,
-                               const SideFiles& side_files, qd::TensorSink& sink) {
-  qd::Outcome outcome = Read(file, name, side_files);
-  std::vector<qd::DecodedTensor> tensors = std::move(outcome.tensors);
-  outcome.tensors.clear();
-  if (outcome.refused) return outcome;
-  std::vector<qd::TensorInfo> plan;
-  for (const qd::DecodedTensor& t : tensors) plan.push_back({t.name, t.shape});
-  if (!sink.Plan(plan)) return outcome;
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    if (!qd::TakeWhole(sink, i, tensors[i].values)) break;
-    tensors[i].values = {};
-  }
-  return outcome;
+qd::Outcome OracleStreamPt(qd::ByteView file, const std::string& name, const SideFiles&,
+                           qd::TensorSink& sink) {
+  return oracle::StreamPtFile(file, name, sink);
 }
 
 bool ClaimsPt(qd::ByteView file) { return codec::ClaimsPt(file); }
@@ -239,7 +225,7 @@ const std::vector<FormatEntry>& Formats() {
        .codec_stream = &StreamPt,
        .codec_check = &CheckPt,
        .oracle_read = &OraclePt,
-       .oracle_stream = &StreamWholeOutcome<&OraclePt>,
+       .oracle_stream = &OracleStreamPt,
        .claims = &ClaimsPt,
        .oracle_claims = &oracle::IsPtFile,
        .generate_valid = &gen::PtValid,

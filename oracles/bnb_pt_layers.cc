@@ -34,7 +34,9 @@ const std::uint8_t* NonNull(const std::vector<std::uint8_t>& bytes) {
 
 // A .pt tensor (table entry or value) seen as a BnbTensor: docs/pt.md 6.4.
 // bytes: the materialised C-order bytes when given, else materialised on
-// first use (a tensor inside a value).
+// first use (a tensor inside a value). shape and layout are the table's or
+// the value graph's, which outlive the BnbTable: the closures keep pointers
+// to them, not copies (one table entry costs no copy of its layout).
 BnbTensor PtTensor(qd::ByteView file, const std::string& name, const std::string& dtype,
                    const std::vector<std::uint64_t>& shape, const PtTensorLayout& layout,
                    const std::vector<std::uint8_t>* materialised) {
@@ -42,6 +44,8 @@ BnbTensor PtTensor(qd::ByteView file, const std::string& name, const std::string
   tensor.name = name;
   tensor.dtype = dtype;
   tensor.shape = shape;
+  const std::vector<std::uint64_t>* shape_at = &shape;
+  const PtTensorLayout* layout_at = &layout;
   const std::uint64_t count = Numel(shape);
   tensor.element_count = count;
   const std::uint64_t isz = layout.item_size == 0 ? 1 : layout.item_size;
@@ -53,16 +57,16 @@ BnbTensor PtTensor(qd::ByteView file, const std::string& name, const std::string
   } else {
     auto cache = std::make_shared<std::vector<std::uint8_t>>();
     auto ready = std::make_shared<bool>(false);
-    tensor.bytes = [file, shape, layout, cache, ready]() {
+    tensor.bytes = [file, shape_at, layout_at, cache, ready]() {
       if (!*ready) {
-        *cache = PtTensorCOrderBytes(file, shape, layout);
+        *cache = PtTensorCOrderBytes(file, *shape_at, *layout_at);
         *ready = true;
       }
       return NonNull(*cache);
     };
   }
-  tensor.byte_offset = [shape, layout](std::uint64_t k) {
-    return static_cast<std::int64_t>(PtByteOffset(shape, layout, k));
+  tensor.byte_offset = [shape_at, layout_at](std::uint64_t k) {
+    return static_cast<std::int64_t>(PtByteOffset(*shape_at, *layout_at, k));
   };
   return tensor;
 }
@@ -228,26 +232,77 @@ bool IsListStateCandidate(const std::string& name, bool is_sequence) {
 // ---------------------------------------------------------------------------
 // Section 8: ReadPtFile.
 
-qd::Outcome ReadPtFileUnguarded(qd::ByteView file, const std::string& file_name,
-                                std::vector<PtTensorBytes>* tensors_out,
-                                std::vector<PtValueEntry>* values_out, PtValueGraph* graph_out) {
+// Section 6.3's output, tensor by tensor in 6.4's order, a view a chunk of
+// kChunkValues elements at a time (never a whole broadcast view in memory).
+bool StreamPtTable(qd::ByteView file, const std::vector<PtTensorBytes>& table, qd::TensorSink& sink) {
+  const std::vector<std::size_t> order = PtDecodedOrder(table);
+  std::vector<qd::TensorInfo> plan;
+  plan.reserve(order.size());
+  for (const std::size_t i : order) plan.push_back({table[i].name, table[i].shape});
+  if (!sink.Plan(plan)) return false;
+  std::vector<float> values;
+  for (std::size_t index = 0; index < order.size(); ++index) {
+    const PtTensorBytes& tensor = table[order[index]];
+    const std::uint64_t n = Numel(tensor.shape);
+    for (std::uint64_t first = 0; first < n; first += qd::kChunkValues) {
+      const std::size_t count = static_cast<std::size_t>(std::min<std::uint64_t>(qd::kChunkValues, n - first));
+      values.resize(count);
+      PtDecodeRange(file, tensor, first, count, values.data());
+      if (!sink.Take(qd::TensorChunk{index, first, values.data(), count})) return false;
+    }
+  }
+  return true;
+}
+
+qd::Outcome StreamPtFileUnguarded(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink,
+                                  std::vector<PtTensorBytes>* tensors_out,
+                                  std::vector<PtValueEntry>* values_out, PtValueGraph* graph_out) {
   PtTables tables;
+  // Unless the caller asks for the table's bytes, a tensor is read through
+  // its layout: a broadcast view never exists whole. One of at most
+  // kHeldBytes is held all the same: cheaper than the closures that read it
+  // later (BnbTableFromPt).
+  constexpr std::uint64_t kHeldBytes = 256;
   qd::Outcome outcome = ReadPtTables(file, file_name, values_out != nullptr,
-                                     graph_out != nullptr ? nullptr : IsListStateCandidate, &tables);
+                                     graph_out != nullptr ? nullptr : IsListStateCandidate, &tables,
+                                     tensors_out != nullptr ? UINT64_MAX : kHeldBytes);
   if (outcome.refused) return outcome;  // steps 1..7
   // Step 8 (6.4, 7): the bitsandbytes readers on the tensor table. Their
   // findings follow the PT warnings; a file with a layer decodes as
   // docs/bnb.md says, any other as section 6.3 says.
   const BnbTable bnb = BnbTableFromPt(file, tables.pickle_start, tables.tensors, tables.graph);
-  if (ReadBnbTable(bnb, file_name, &outcome)) {
+  if (StreamBnbTable(bnb, file_name, &outcome, sink)) {
+    // docs/bnb.md's output, chunk by chunk, once every check has passed.
     if (outcome.refused) return outcome;  // the tables are given on accept only
   } else {
-    outcome.tensors = DecodePtTable(tables.tensors);
+    StreamPtTable(file, tables.tensors, sink);
   }
   if (tensors_out != nullptr) *tensors_out = std::move(tables.tensors);
   if (values_out != nullptr) *values_out = std::move(tables.values);
   if (graph_out != nullptr) *graph_out = std::move(tables.graph);
   return outcome;
+}
+
+// StreamPtFileUnguarded with std::bad_alloc (the output of an accepted file
+// that does not fit in memory) as PT-012; nothing escapes.
+qd::Outcome StreamPtFileGuarded(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink,
+                                std::vector<PtTensorBytes>* tensors, std::vector<PtValueEntry>* values,
+                                PtValueGraph* graph) {
+  if (tensors != nullptr) tensors->clear();
+  if (values != nullptr) values->clear();
+  if (graph != nullptr) *graph = PtValueGraph();
+  try {
+    return StreamPtFileUnguarded(file, file_name, sink, tensors, values, graph);
+  } catch (...) {
+    qd::Outcome outcome;
+    outcome.refused = true;
+    outcome.findings.push_back(NewFinding("PT-012", qd::Severity::kError, file_name, std::string(),
+                                          "container", 0, "out of memory"));
+    if (tensors != nullptr) tensors->clear();
+    if (values != nullptr) values->clear();
+    if (graph != nullptr) *graph = PtValueGraph();
+    return outcome;
+  }
 }
 
 }  // namespace
@@ -256,9 +311,14 @@ BnbTable BnbTableFromPt(qd::ByteView file, std::int64_t pickle_start,
                         const std::vector<PtTensorBytes>& tensors, const PtValueGraph& graph) {
   BnbTable table;
   table.header_offset = pickle_start;  // docs/pt.md 6.4: header-level facts point at data.pkl
+  table.tensors.reserve(tensors.size());
   for (const PtTensorBytes& source : tensors) {
-    table.tensors.push_back(
-        PtTensor(file, source.name, source.dtype, source.shape, source.layout, &source.bytes));
+    // A table read without its bytes (ReadPtTables' materialise) reads them
+    // on first use, as a tensor inside a value does.
+    const std::uint64_t isz = source.layout.item_size == 0 ? 1 : source.layout.item_size;
+    const bool held = source.bytes.size() == Numel(source.shape) * isz;
+    table.tensors.push_back(PtTensor(file, source.name, source.dtype, source.shape, source.layout,
+                                     held ? &source.bytes : nullptr));
   }
   std::sort(table.tensors.begin(), table.tensors.end(), [](const BnbTensor& a, const BnbTensor& b) {
     if (a.begin != b.begin) return a.begin < b.begin;
@@ -277,26 +337,19 @@ BnbTable BnbTableFromPt(qd::ByteView file, std::int64_t pickle_start,
   return table;
 }
 
+qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink) {
+  return StreamPtFileGuarded(file, file_name, sink, nullptr, nullptr, nullptr);
+}
+
 qd::Outcome ReadPtFile(qd::ByteView file, const std::string& file_name,
                        std::vector<PtTensorBytes>* tensors, std::vector<PtValueEntry>* values,
                        PtValueGraph* graph) {
-  if (tensors != nullptr) tensors->clear();
-  if (values != nullptr) values->clear();
-  if (graph != nullptr) *graph = PtValueGraph();
-  try {
-    return ReadPtFileUnguarded(file, file_name, tensors, values, graph);
-  } catch (...) {
-    // Only std::bad_alloc can get here (the output of an accepted file that
-    // does not fit in memory); nothing escapes.
-    qd::Outcome outcome;
-    outcome.refused = true;
-    outcome.findings.push_back(NewFinding("PT-012", qd::Severity::kError, file_name, std::string(),
-                                          "container", 0, "out of memory"));
-    if (tensors != nullptr) tensors->clear();
-    if (values != nullptr) values->clear();
-    if (graph != nullptr) *graph = PtValueGraph();
-    return outcome;
-  }
+  // The stream, collected.
+  std::vector<qd::DecodedTensor> decoded;
+  qd::CollectingSink sink(&decoded);
+  qd::Outcome outcome = StreamPtFileGuarded(file, file_name, sink, tensors, values, graph);
+  if (!outcome.refused) outcome.tensors = std::move(decoded);
+  return outcome;
 }
 
 }  // namespace qd::oracle

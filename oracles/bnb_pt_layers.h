@@ -18,6 +18,7 @@
 #include "oracles/bnb.h"
 #include "oracles/pt.h"
 #include "quantdiff/plain_data.h"
+#include "quantdiff/tensor_sink.h"
 
 namespace qd::oracle {
 
@@ -48,6 +49,14 @@ qd::Outcome ReadPtFile(qd::ByteView file, const std::string& file_name,
                        std::vector<PtTensorBytes>* tensors = nullptr,
                        std::vector<PtValueEntry>* values = nullptr,
                        PtValueGraph* graph = nullptr);
+
+// ReadPtFile's outcome with its tensors handed to sink instead (announced,
+// then chunk by chunk; quantdiff/tensor_sink.h): section 6.3's tensors a
+// chunk at a time, read from the file through their layouts (a broadcast
+// view is never whole in memory); a file with bitsandbytes layers hands
+// over docs/bnb.md's tensors whole, in chunks. ReadPtFile is this stream
+// collected.
+qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink);
 
 }  // namespace qd::oracle
 

@@ -140,14 +140,23 @@ using PtGraphWanted = bool (*)(const std::string& name, bool is_sequence);
 
 // The checks of docs/pt.md section 8 steps 1..7 in order (warnings as met,
 // at most one error, last); on accept, *tables filled (cleared first). The
-// outcome carries no tensors.
+// outcome carries no tensors. An entry of more than materialise_limit
+// C-order bytes keeps its bytes empty (read them through the layout:
+// PtDecodeRange, PtTensorCOrderBytes).
 qd::Outcome ReadPtTables(qd::ByteView file, const std::string& file_name, bool want_values,
-                         PtGraphWanted graph_wanted, PtTables* tables);
+                         PtGraphWanted graph_wanted, PtTables* tables,
+                         std::uint64_t materialise_limit = UINT64_MAX);
 
-// Section 6.3's decoded output of an accepted file's tensor table: its F32,
-// F16, BF16 and F64 tensors to binary32, sorted by (begin, end, name bytes)
-// of section 6.4.
-std::vector<qd::DecodedTensor> DecodePtTable(const std::vector<PtTensorBytes>& tensors);
+// Section 6.3's decoded output of an accepted file's tensor table: the
+// indices of its F32, F16, BF16 and F64 tensors sorted by (begin, end, name
+// bytes) of section 6.4 ...
+std::vector<std::size_t> PtDecodedOrder(const std::vector<PtTensorBytes>& tensors);
+// ... and C-order elements [first, first + count) of such a tensor as
+// binary32, each read from the file at its offset (6.4) and byte-swapped
+// when big-endian (5.2): a view is decoded a chunk at a time, never whole.
+// The layout must be one ReadPtTables accepted for these file bytes.
+void PtDecodeRange(qd::ByteView file, const PtTensorBytes& tensor, std::uint64_t first,
+                   std::uint64_t count, float* out);
 
 // Section 1.1, Detection: byte 8 (when there is one) is not `{` and the
 // file opens with a ZIP local header (50 4B 03 04), a ZIP end record (50 4B

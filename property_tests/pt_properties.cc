@@ -128,9 +128,9 @@ RC_GTEST_PROP(PtProperties, WriterRoundTripsThroughBothReaders, (std::uint64_t s
   for (std::size_t i = 0; i < draft.tensors.size(); ++i) {
     const qd::gen::PtExpectedTensor& e = draft.tensors[i];
     expected[e.name] = &e;
-    const qd::codec::PtTensor& c = r.table.tensors[i];
+    const qd::codec::PtTensor& c = r.table.TableTensor(i);
     const qd::oracle::PtTensorBytes& o = r.oracle_table[i];
-    RC_ASSERT(c.name == e.name);
+    RC_ASSERT(r.table.tensors[i].name == e.name);
     RC_ASSERT(o.name == e.name);
     RC_ASSERT(std::string(qd::codec::InfoOf(c.dtype).name) == e.dtype);
     RC_ASSERT(o.dtype == e.dtype);
@@ -187,8 +187,8 @@ RC_GTEST_PROP(PtProperties, ViewsEqualTheirMaterialisedCopies, (std::uint64_t se
     ++views;
     RC_ASSERT(self != by_name.end());
     RC_ASSERT(r.oracle_table[self->second].bytes == r.oracle_table[copy->second].bytes);
-    RC_ASSERT(qd::codec::PtTensorBytes(r.table.tensors[self->second]) ==
-              qd::codec::PtTensorBytes(r.table.tensors[copy->second]));
+    RC_ASSERT(qd::codec::PtTensorBytes(r.table.TableTensor(self->second)) ==
+              qd::codec::PtTensorBytes(r.table.TableTensor(copy->second)));
     const auto a = decoded.find(e.name), b = decoded.find(e.name + "_copy");
     RC_ASSERT((a == decoded.end()) == (b == decoded.end()));
     if (a != decoded.end()) {

@@ -65,8 +65,8 @@ TEST(PtAccept, MinimalStateDict) {
   ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
   EXPECT_TRUE(r.findings.empty());
   ASSERT_EQ(r.tensors.size(), 1u);
-  const auto& t = r.tensors[0];
-  EXPECT_EQ(t.name, "w");
+  EXPECT_EQ(r.tensors[0].name, "w");
+  const auto& t = r.TableTensor(0);
   EXPECT_EQ(t.dtype, Dtype::kF32);
   EXPECT_EQ(t.shape, (std::vector<std::uint64_t>{2, 2}));
   EXPECT_EQ(qd::codec::PtTensorBytes(t), kFour);
@@ -161,7 +161,7 @@ TEST(PtAccept, ByteorderLittleExplicit) {
   const PtResult r = Read(z);
   ASSERT_FALSE(r.refused);
   EXPECT_FALSE(r.big_endian);
-  EXPECT_EQ(qd::codec::PtTensorBytes(r.tensors[0]), kFour);
+  EXPECT_EQ(qd::codec::PtTensorBytes(r.TableTensor(0)), kFour);
 }
 
 TEST(PtAccept, NestedDictsIntKeysValuesAndOrderedRoot) {
@@ -245,8 +245,8 @@ TEST(PtAccept, EveryStorageClass) {
   ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
   ASSERT_EQ(r.tensors.size(), 10u);
   for (std::size_t i = 0; i < 10; ++i) {
-    EXPECT_EQ(r.tensors[i].dtype, cs[i].dtype) << cs[i].cls;
-    const Bytes got = qd::codec::PtTensorBytes(r.tensors[i]);
+    EXPECT_EQ(r.TableTensor(i).dtype, cs[i].dtype) << cs[i].cls;
+    const Bytes got = qd::codec::PtTensorBytes(r.TableTensor(i));
     ASSERT_EQ(got.size(), 2 * cs[i].isz);
     EXPECT_EQ(got[0], cs[i].isz);  // element 1 of bytes 0,1,2,...
   }
@@ -310,7 +310,7 @@ TEST(PtAccept, Protocol4FramesMemoizeAndAllowedStackGlobal) {
   const PtResult r = Read(z);
   ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
   ASSERT_EQ(r.tensors.size(), 1u);
-  EXPECT_EQ(qd::codec::PtTensorBytes(r.tensors[0]), kFour);
+  EXPECT_EQ(qd::codec::PtTensorBytes(r.TableTensor(0)), kFour);
 }
 
 TEST(PtAccept, SharedDictThroughMemo) {
@@ -1106,7 +1106,7 @@ TEST(PtPickle, OutputBound) {
   ASSERT_EQ(ok.bytes.size(), n);
   const PtResult r = Read(ok);
   ASSERT_FALSE(r.refused) << r.findings.back().message;
-  EXPECT_EQ(r.tensors[0].numel, static_cast<std::uint64_t>(kmax));
+  EXPECT_EQ(r.TableTensor(0).numel, static_cast<std::uint64_t>(kmax));
   EXPECT_TRUE(IsError(Read(file(kmax + 1)), "PT-012", "container", kDs));
   EXPECT_TRUE(IsError(Read(file(1LL << 62)), "PT-012", "container", kDs));
   // Names count too: one dict shared under 4096 keys, each holding 4096 entries

@@ -120,7 +120,9 @@ TEST_P(PtPeerAccept, TensorsMatch) {
   const qd::Outcome o = qd::codec::DecodePtFile(view, GetParam());
   ASSERT_FALSE(o.refused);
   std::size_t floats = 0;
-  for (const auto& t : r.tensors) floats += qd::codec::IsFloatDtype(t.dtype) ? 1 : 0;
+  for (std::size_t i = 0; i < r.tensors.size(); ++i) {
+    floats += qd::codec::IsFloatDtype(r.TableTensor(i).dtype) ? 1 : 0;
+  }
   EXPECT_EQ(o.tensors.size(), floats);
   for (const qd::DecodedTensor& d : o.tensors) {
     const qd::codec::PtTensor* t = r.Tensor(d.name);
@@ -146,8 +148,9 @@ TEST(PtPeer, ViewsShareOneStorage) {
   const PtResult r = qd::codec::ReadPt({bytes.data(), bytes.size()}, "views.pt");
   ASSERT_FALSE(r.refused);
   ASSERT_EQ(r.tensors.size(), 4u);
-  for (const auto& t : r.tensors) {
-    EXPECT_EQ(t.storage_key, r.tensors[0].storage_key);
+  for (std::size_t i = 0; i < r.tensors.size(); ++i) {
+    const qd::codec::PtTensor& t = r.TableTensor(i);
+    EXPECT_EQ(t.storage_key, r.TableTensor(0).storage_key);
     EXPECT_EQ(t.storage_numel, 64u * 48u);
   }
   // t_slice: storage offset 149, stride (48, 1): element (1, 0) is storage 197.
