@@ -665,7 +665,6 @@ bool StreamBnbLayers(const BnbResult& r, TensorSink& sink, Kernel kernel) {
   // blocks (whole rows for int8), so one chunk of values is held at a time.
   // A transposed 4-bit layer is the exception: its output rows gather from
   // every block, so it is decoded whole and then cut.
-  std::vector<float> chunk;
   auto stream_layer = [&](const BnbLayer& layer, std::size_t index) {
     const std::uint8_t* data = c.Data(layer.weight);
     switch (layer.kind) {
@@ -685,47 +684,35 @@ bool StreamBnbLayers(const BnbResult& r, TensorSink& sink, Kernel kernel) {
           }
           return TakeWhole(sink, index, transposed);
         }
-        // An even number of whole blocks: a chunk starts on a byte and a block.
-        const std::uint64_t step = RowsPerChunk(2 * layer.blocksize) * 2 * layer.blocksize;
-        chunk.resize(std::min(layer.n, step));
-        for (std::uint64_t first = 0; first < layer.n; first += step) {
-          const std::uint64_t count = std::min(step, layer.n - first);
-          BnbDequantize4bit(layer.quant_type, data + first / 2, count,
-                            scales.data() + first / layer.blocksize, layer.blocksize,
-                            layer.dtype, chunk.data(), kernel);
-          if (!sink.Take(TensorChunk{index, first, chunk.data(), count})) return false;
-        }
-        return true;
+        // Chunks start at multiples of kChunkValues = 2^20, and the
+        // blocksize is a power of two up to 4096 (BNB-001): every chunk
+        // starts on a byte of the packed codes and on a block.
+        return StreamRows(sink, index, layer.n, 1,
+                          [&](std::uint64_t first, std::uint64_t count, float* out) {
+                            BnbDequantize4bit(layer.quant_type, data + first / 2, count,
+                                              scales.data() + first / layer.blocksize,
+                                              layer.blocksize, layer.dtype, out, kernel);
+                          });
       }
       case BnbLayerKind::kBlockwise8: {
         const std::vector<float> scales = block_scales(layer, CeilDiv(layer.n, layer.blocksize));
         const std::vector<float> map = floats(layer.quant_map);
-        const std::uint64_t step = RowsPerChunk(layer.blocksize) * layer.blocksize;
-        chunk.resize(std::min(layer.n, step));
-        for (std::uint64_t first = 0; first < layer.n; first += step) {
-          const std::uint64_t count = std::min(step, layer.n - first);
-          BnbDequantizeBlockwise8(data + first, count, map.data(),
-                                  scales.data() + first / layer.blocksize, layer.blocksize,
-                                  layer.dtype, chunk.data(), kernel);
-          if (!sink.Take(TensorChunk{index, first, chunk.data(), count})) return false;
-        }
-        return true;
+        // As above: chunks start on a block (power-of-two blocksize).
+        return StreamRows(sink, index, layer.n, 1,
+                          [&](std::uint64_t first, std::uint64_t count, float* out) {
+                            BnbDequantizeBlockwise8(data + first, count, map.data(),
+                                                    scales.data() + first / layer.blocksize,
+                                                    layer.blocksize, layer.dtype, out, kernel);
+                          });
       }
       case BnbLayerKind::kInt8Rows: {
         const std::vector<float> scb = floats(layer.scale);
-        const std::uint64_t rows_per_chunk = RowsPerChunk(layer.columns);
-        chunk.resize(std::min(layer.rows, rows_per_chunk) * layer.columns);
-        for (std::uint64_t row = 0; layer.columns != 0 && row < layer.rows;
-             row += rows_per_chunk) {
-          const std::uint64_t rows = std::min(rows_per_chunk, layer.rows - row);
-          BnbDequantizeInt8Rows(reinterpret_cast<const std::int8_t*>(data) + row * layer.columns,
-                                rows, layer.columns, scb.data() + row, chunk.data(), kernel);
-          if (!sink.Take(TensorChunk{index, row * layer.columns, chunk.data(),
-                                     static_cast<std::size_t>(rows * layer.columns)})) {
-            return false;
-          }
-        }
-        return true;
+        return StreamRows(sink, index, layer.rows, layer.columns,
+                          [&](std::uint64_t row, std::uint64_t count, float* out) {
+                            BnbDequantizeInt8Rows(
+                                reinterpret_cast<const std::int8_t*>(data) + row * layer.columns,
+                                count, layer.columns, scb.data() + row, out, kernel);
+                          });
       }
     }
     return false;
@@ -770,11 +757,7 @@ qd::Outcome StreamBnbFile(qd::ByteView file, const std::string& file_name, Tenso
 }
 
 qd::Outcome DecodeBnbFile(qd::ByteView file, const std::string& file_name, Kernel kernel) {
-  std::vector<qd::DecodedTensor> tensors;
-  CollectingSink sink(&tensors);
-  qd::Outcome outcome = StreamBnbFile(file, file_name, sink, kernel);
-  outcome.tensors = std::move(tensors);
-  return outcome;
+  return CollectStream([&](TensorSink& sink) { return StreamBnbFile(file, file_name, sink, kernel); });
 }
 
 

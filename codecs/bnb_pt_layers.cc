@@ -174,11 +174,7 @@ qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, Tensor
 }
 
 qd::Outcome DecodePtFile(qd::ByteView file, const std::string& file_name) {
-  std::vector<qd::DecodedTensor> tensors;
-  CollectingSink sink(&tensors);
-  qd::Outcome outcome = StreamPtFile(file, file_name, sink);
-  outcome.tensors = std::move(tensors);
-  return outcome;
+  return CollectStream([&](TensorSink& sink) { return StreamPtFile(file, file_name, sink); });
 }
 
 }  // namespace qd::codec

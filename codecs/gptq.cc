@@ -792,7 +792,6 @@ qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
     }
   }
   if (!sink.Plan(plan)) return outcome;
-  std::vector<float> chunk;
   for (std::size_t j = 0; j < items.size(); ++j) {
     if (items[j].layer == kPlain) {
       if (!StreamFloatTensor(c, c.tensors[items[j].tensor], j, sink)) break;
@@ -800,18 +799,12 @@ qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
     }
     // The weight [N, K] a few output rows at a time (GptqDequantizeRows).
     const GptqLayerView view = ViewOf(r, r.layers[items[j].layer]);
-    const std::uint64_t rows = plan[j].shape[0];
-    const std::uint64_t columns = plan[j].shape[1];
-    const std::uint64_t rows_per_chunk = RowsPerChunk(columns);
-    chunk.resize(std::min(rows, rows_per_chunk) * columns);
-    bool more = true;
-    for (std::uint64_t row = 0; more && columns != 0 && row < rows; row += rows_per_chunk) {
-      const std::uint64_t count = std::min(rows_per_chunk, rows - row);
-      GptqDequantizeRows(view, static_cast<std::int64_t>(row), static_cast<std::int64_t>(row + count),
-                         chunk.data(), kernel);
-      more = sink.Take(TensorChunk{j, row * columns, chunk.data(),
-                                   static_cast<std::size_t>(count * columns)});
-    }
+    const bool more = StreamRows(sink, j, plan[j].shape[0], plan[j].shape[1],
+                                 [&](std::uint64_t row, std::uint64_t count, float* out) {
+                                   GptqDequantizeRows(view, static_cast<std::int64_t>(row),
+                                                      static_cast<std::int64_t>(row + count), out,
+                                                      kernel);
+                                 });
     if (!more) break;
   }
   return outcome;
@@ -819,11 +812,8 @@ qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
 
 qd::Outcome DecodeGptqFile(qd::ByteView file, const std::string& file_name,
                            const std::vector<qd::SideFile>& configs, Kernel kernel) {
-  std::vector<qd::DecodedTensor> tensors;
-  CollectingSink sink(&tensors);
-  qd::Outcome outcome = StreamGptqFile(file, file_name, configs, sink, kernel);
-  outcome.tensors = std::move(tensors);
-  return outcome;
+  return CollectStream(
+      [&](TensorSink& sink) { return StreamGptqFile(file, file_name, configs, sink, kernel); });
 }
 
 const char* GptqFormatName(GptqFormat format) { return FormatLabel(format); }

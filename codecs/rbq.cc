@@ -266,7 +266,6 @@ qd::Outcome StreamRbqFile(qd::ByteView file, const std::string& file_name, Tenso
   if (!sink.Plan(plan)) return outcome;
   std::size_t next_block = 0;
   std::size_t index = 0;  // in the plan
-  std::vector<float> chunk;
   for (const TensorEntry& t : r.container.tensors) {
     if (IsFloatDtype(t.dtype)) {
       if (!StreamFloatTensor(r.container, t, index++, sink)) break;
@@ -276,28 +275,19 @@ qd::Outcome StreamRbqFile(qd::ByteView file, const std::string& file_name, Tenso
     // Whole rows at a time: a row is columns / 32 whole blocks.
     const RbqTensor& bt = r.block_tensors[next_block++];
     const std::uint64_t row_bytes = bt.columns / kRbqBlockWeights * RbqBlockBytes(r.bits);
-    const std::uint64_t rows_per_chunk = RowsPerChunk(bt.columns);
-    chunk.resize(std::min(bt.rows, rows_per_chunk) * bt.columns);
-    bool more = true;
-    for (std::uint64_t row = 0; more && bt.columns != 0 && row < bt.rows; row += rows_per_chunk) {
-      const std::uint64_t rows = std::min(rows_per_chunk, bt.rows - row);
-      RbqDequantize(r.bits, bt.blocks + row * row_bytes, rows, bt.columns, chunk.data(), kernel);
-      more = sink.Take(TensorChunk{index, row * bt.columns, chunk.data(),
-                                   static_cast<std::size_t>(rows * bt.columns)});
-    }
+    const bool more = StreamRows(sink, index++, bt.rows, bt.columns,
+                                 [&](std::uint64_t row, std::uint64_t count, float* out) {
+                                   RbqDequantize(r.bits, bt.blocks + row * row_bytes, count,
+                                                 bt.columns, out, kernel);
+                                 });
     if (!more) break;
-    ++index;
   }
   return outcome;
 }
 
 qd::Outcome DecodeRbqFile(qd::ByteView file, const std::string& file_name,
                           Kernel kernel) {
-  std::vector<qd::DecodedTensor> tensors;
-  CollectingSink sink(&tensors);
-  qd::Outcome outcome = StreamRbqFile(file, file_name, sink, kernel);
-  outcome.tensors = std::move(tensors);
-  return outcome;
+  return CollectStream([&](TensorSink& sink) { return StreamRbqFile(file, file_name, sink, kernel); });
 }
 
 void RbqDequantize(int bits, const std::uint8_t* blocks, std::uint64_t rows,

@@ -475,14 +475,11 @@ bool IsFloatDtype(Dtype d) {
 
 bool StreamFloatTensor(const Container& container, const TensorEntry& tensor,
                        std::size_t index, TensorSink& sink) {
-  std::vector<float> chunk(std::min<std::uint64_t>(tensor.element_count, kChunkValues));
-  for (std::uint64_t first = 0; first < tensor.element_count; first += chunk.size()) {
-    const std::size_t count =
-        static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), tensor.element_count - first));
-    DecodeFloatRange(container, tensor, first, count, chunk.data());
-    if (!sink.Take(TensorChunk{index, first, chunk.data(), count})) return false;
-  }
-  return true;
+  // Values decode one by one: rows of one value, chunks of kChunkValues.
+  return StreamRows(sink, index, tensor.element_count, 1,
+                    [&](std::uint64_t first, std::uint64_t count, float* out) {
+                      DecodeFloatRange(container, tensor, first, count, out);
+                    });
 }
 
 bool StreamFloatTensors(const Container& container, TensorSink& sink) {

@@ -91,14 +91,12 @@ bool TensorTable::StreamFloat(std::size_t i, std::size_t index, TensorSink& sink
   if (s.view == nullptr) return StreamFloatTensor(container_, container_.tensors[i], index, sink);
   // A .pt view (docs/pt.md 5.3) goes kChunkValues elements at a time: a
   // broadcast view of a small storage never exists whole in memory.
-  const std::uint64_t n = tensors_[i].element_count;
-  std::vector<float> values(static_cast<std::size_t>(std::min<std::uint64_t>(n, kChunkValues)));
-  for (std::uint64_t first = 0; first < n; first += kChunkValues) {
-    const std::size_t count = static_cast<std::size_t>(std::min<std::uint64_t>(kChunkValues, n - first));
-    if (!DecodePtRange(*s.view, first, count, values.data())) return false;
-    if (!sink.Take(TensorChunk{index, first, values.data(), count})) return false;
-  }
-  return true;
+  // DecodePtRange refuses only a non-floating dtype, checked here first.
+  if (!IsFloatDtype(tensors_[i].dtype)) return false;
+  return StreamRows(sink, index, tensors_[i].element_count, 1,
+                    [&](std::uint64_t first, std::uint64_t count, float* out) {
+                      DecodePtRange(*s.view, first, count, out);
+                    });
 }
 
 }  // namespace qd::codec

@@ -34,7 +34,7 @@
 #include <utility>
 
 #include "oracles/json.h"
-#include "oracles/row_chunks.h"
+#include "quantdiff/tensor_sink.h"
 #include "oracles/safetensors.h"
 
 namespace qd::oracle {

@@ -240,16 +240,13 @@ bool StreamPtTable(qd::ByteView file, const std::vector<PtTensorBytes>& table, q
   plan.reserve(order.size());
   for (const std::size_t i : order) plan.push_back({table[i].name, table[i].shape});
   if (!sink.Plan(plan)) return false;
-  std::vector<float> values;
   for (std::size_t index = 0; index < order.size(); ++index) {
     const PtTensorBytes& tensor = table[order[index]];
-    const std::uint64_t n = Numel(tensor.shape);
-    for (std::uint64_t first = 0; first < n; first += qd::kChunkValues) {
-      const std::size_t count = static_cast<std::size_t>(std::min<std::uint64_t>(qd::kChunkValues, n - first));
-      values.resize(count);
-      PtDecodeRange(file, tensor, first, count, values.data());
-      if (!sink.Take(qd::TensorChunk{index, first, values.data(), count})) return false;
-    }
+    const bool more = qd::StreamRows(sink, index, Numel(tensor.shape), 1,
+                                     [&](std::uint64_t first, std::uint64_t count, float* out) {
+                                       PtDecodeRange(file, tensor, first, count, out);
+                                     });
+    if (!more) return false;
   }
   return true;
 }

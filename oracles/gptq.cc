@@ -26,7 +26,7 @@
 #include "oracles/bytes.h"
 #include "oracles/finding.h"
 #include "oracles/json.h"
-#include "oracles/row_chunks.h"
+#include "quantdiff/tensor_sink.h"
 #include "oracles/safetensors.h"
 
 namespace qd::oracle {

@@ -19,7 +19,7 @@
 #include <limits>
 #include <utility>
 
-#include "oracles/row_chunks.h"
+#include "quantdiff/tensor_sink.h"
 #include "oracles/safetensors.h"
 
 namespace qd::oracle {

@@ -19,7 +19,7 @@
 #include <tuple>
 
 #include "oracles/json.h"
-#include "oracles/row_chunks.h"
+#include "quantdiff/tensor_sink.h"
 
 namespace qd::oracle {
 namespace {

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "quantdiff/plain_data.h"
@@ -94,6 +95,44 @@ inline bool TakeWhole(TensorSink& sink, std::size_t tensor, const std::vector<fl
     if (!sink.Take(TensorChunk{tensor, first, values.data() + first, count})) return false;
   }
   return true;
+}
+
+// Hands tensor number TENSOR of the plan, ROWS rows of ROW_VALUES values in
+// row-major order, to SINK in chunks of whole rows (RowsPerChunk), decoded
+// into one reused buffer: DECODE_ROWS(first_row, row_count, out) writes the
+// row_count * ROW_VALUES values of those rows to out. A tensor whose values
+// decode one by one passes rows of one value. An empty tensor has no chunk.
+// False when the sink stops the reader.
+//
+//   StreamRows(sink, index, rows, columns,
+//              [&](std::uint64_t row, std::uint64_t count, float* out) { ... });
+template <class DecodeRows>
+bool StreamRows(TensorSink& sink, std::size_t tensor, std::uint64_t rows,
+                std::uint64_t row_values, DecodeRows&& decode_rows) {
+  if (rows == 0 || row_values == 0) return true;
+  const std::uint64_t rows_per_chunk = RowsPerChunk(row_values);
+  std::vector<float> buffer(static_cast<std::size_t>(std::min(rows, rows_per_chunk) * row_values));
+  for (std::uint64_t row = 0; row < rows; row += rows_per_chunk) {
+    const std::uint64_t count = std::min(rows_per_chunk, rows - row);
+    decode_rows(row, count, buffer.data());
+    const TensorChunk chunk{tensor, row * row_values, buffer.data(),
+                            static_cast<std::size_t>(count * row_values)};
+    if (!sink.Take(chunk)) return false;
+  }
+  return true;
+}
+
+// The outcome of STREAM(sink) with every planned tensor's values collected:
+// what a whole-file reader (Decode*File, Read*File) is.
+//
+//   return CollectStream([&](qd::TensorSink& sink) { return StreamRbqFile(f, n, sink); });
+template <class Stream>
+Outcome CollectStream(Stream&& stream) {
+  std::vector<DecodedTensor> tensors;
+  CollectingSink sink(&tensors);
+  Outcome outcome = stream(sink);
+  outcome.tensors = std::move(tensors);
+  return outcome;
 }
 
 }  // namespace qd
