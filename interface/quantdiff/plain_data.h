@@ -52,6 +52,24 @@ struct SideFile {
   std::vector<std::uint8_t> bytes;
 };
 
+// One entry of a model directory as the caller found it (docs/model_dir.md
+// section 1). Both readers get the same listing, as they get the same bytes.
+enum class DirEntryKind : std::uint8_t {
+  kRegular = 0,   // a regular file, or a link resolving to one inside the directory
+  kEscaping = 1,  // a symbolic link resolving outside the directory
+  kOther = 2,     // a subdirectory, a dangling link, a device, ...
+};
+struct DirEntry {
+  std::string name;  // the entry's name inside the directory (no '/')
+  DirEntryKind kind = DirEntryKind::kOther;
+  ByteView bytes;    // a regular entry's bytes (a mapping the caller owns)
+};
+struct ModelDirListing {
+  std::string dir;     // the directory as given: findings about it name this
+  std::string prefix;  // dir ending in '/': findings name an entry prefix + name
+  std::vector<DirEntry> entries;  // sorted by name bytes, names unique
+};
+
 // A logical tensor decoded to binary32, row major.
 struct DecodedTensor {
   std::string name;
