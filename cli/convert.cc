@@ -142,8 +142,10 @@ int ConvertGptq(qd::ByteView bytes, const std::string& path, const qd::harness::
     return kExitFound;
   }
 
+  // A file's table: the container it was read from (ReadGptq reads one file).
+  const qd::codec::Container& container = *read.table.container();
   // Every layer's new words, by tensor index; the rest is copied.
-  std::vector<std::vector<std::uint8_t>> replaced(read.container.tensors.size());
+  std::vector<std::vector<std::uint8_t>> replaced(container.tensors.size());
   for (const qd::codec::GptqLayer& layer : read.layers) {
     qd::codec::GptqPacked packed;
     qd::codec::GptqPackError pack_error;
@@ -174,24 +176,24 @@ int ConvertGptq(qd::ByteView bytes, const std::string& path, const qd::harness::
   }
 
   std::vector<qd::codec::TensorWithBytes> tensors;
-  for (std::size_t i = 0; i < read.container.tensors.size(); ++i) {
-    const qd::codec::TensorEntry& t = read.container.tensors[i];
+  for (std::size_t i = 0; i < container.tensors.size(); ++i) {
+    const qd::codec::TensorEntry& t = container.tensors[i];
     qd::codec::TensorWithBytes w;
     w.spec = {t.name, std::string(qd::codec::InfoOf(t.dtype).name), t.shape, t.end - t.begin};
     if (!replaced[i].empty()) {
       w.bytes = std::move(replaced[i]);
     } else {
-      const std::uint8_t* data = read.container.Data(t);
+      const std::uint8_t* data = container.Data(t);
       w.bytes.assign(data, data + (t.end - t.begin));
     }
     tensors.push_back(std::move(w));
   }
-  qd::codec::MetadataList metadata = read.container.metadata;
+  qd::codec::MetadataList metadata = container.metadata;
   for (auto& [key, value] : metadata) {
     if (key == "gptq_checkpoint_format") value = qd::codec::GptqFormatName(target);
   }
   std::vector<std::uint8_t> converted =
-      qd::codec::SerializeSafetensors(tensors, read.container.has_metadata ? &metadata : nullptr);
+      qd::codec::SerializeSafetensors(tensors, container.has_metadata ? &metadata : nullptr);
   const qd::SideFile* winner = nullptr;
   for (const qd::SideFile& s : side_files) {
     if (s.name == read.config.source) winner = &s;

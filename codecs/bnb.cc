@@ -751,7 +751,7 @@ qd::Outcome StreamBnbFile(qd::ByteView file, const std::string& file_name, Tenso
   if (r.is_bnb) {
     StreamBnbLayers(r, sink, kernel);
   } else {
-    StreamFloatTensors(*r.table.container(), sink);
+    r.table.StreamFloats(sink);
   }
   return outcome;
 }

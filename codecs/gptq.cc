@@ -185,12 +185,26 @@ int MemberOf(std::string_view suffix) {
   return -1;
 }
 
-// Layers in anchor order (container order is (begin, end, name) order).
-std::vector<LayerPlan> DiscoverLayers(const std::vector<TensorEntry>& tensors) {
+// The listed tensors of TABLE in storage order (docs/pt.md 6.4: (begin, end,
+// name), a model directory's shard first): a safetensors table's own order.
+std::vector<std::size_t> StorageOrder(const TensorTable& table) {
+  std::vector<std::size_t> order;
+  order.reserve(table.size());
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (table[i].listed) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return table.InStorageOrder(a, b); });
+  return order;
+}
+
+// Layers in anchor order (section 2), ORDER being the table's storage order.
+std::vector<LayerPlan> DiscoverLayers(const TensorTable& table,
+                                      const std::vector<std::size_t>& order) {
   std::unordered_map<std::string_view, std::size_t> index;  // prefix -> plans
   std::vector<LayerPlan> plans;
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const auto [prefix, suffix] = SplitName(tensors[i].name);
+  for (std::size_t i : order) {
+    const auto [prefix, suffix] = SplitName(table[i].name);
     const int m = MemberOf(suffix);
     if (m < 0) continue;
     auto [it, inserted] = index.emplace(prefix, plans.size());
@@ -198,11 +212,11 @@ std::vector<LayerPlan> DiscoverLayers(const std::vector<TensorEntry>& tensors) {
       plans.emplace_back();
       plans.back().prefix = std::string(prefix);
     }
-    plans[it->second].member[m] = i;  // names are unique (ST-005)
+    plans[it->second].member[m] = i;  // names are unique (ST-005, IDX-007)
   }
   if (plans.empty()) return plans;
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const auto [prefix, suffix] = SplitName(tensors[i].name);
+  for (std::size_t i : order) {
+    const auto [prefix, suffix] = SplitName(table[i].name);
     const auto it = index.find(prefix);
     if (it == index.end() || MemberOf(suffix) >= 0) continue;
     LayerPlan& plan = plans[it->second];
@@ -214,6 +228,8 @@ std::vector<LayerPlan> DiscoverLayers(const std::vector<TensorEntry>& tensors) {
       plan.siblings.push_back(i);
     }
   }
+  std::vector<std::size_t> position(table.size(), 0);
+  for (std::size_t p = 0; p < order.size(); ++p) position[order[p]] = p;
   for (LayerPlan& plan : plans) {
     for (std::size_t t : plan.member) {
       if (t != kGptqNoTensor) {
@@ -222,8 +238,9 @@ std::vector<LayerPlan> DiscoverLayers(const std::vector<TensorEntry>& tensors) {
       }
     }
   }
-  std::sort(plans.begin(), plans.end(),
-            [](const LayerPlan& a, const LayerPlan& b) { return a.anchor < b.anchor; });
+  std::sort(plans.begin(), plans.end(), [&](const LayerPlan& a, const LayerPlan& b) {
+    return position[a.anchor] < position[b.anchor];
+  });
   return plans;
 }
 
@@ -275,11 +292,11 @@ class Checker {
   bool CheckLayer(const LayerPlan& plan, GptqLayer* layer);
 
  private:
-  const TensorEntry& T(std::size_t i) const { return r_->container.tensors[i]; }
+  const TableTensor& T(std::size_t i) const { return r_->table[i]; }
   std::int64_t DataOffset(std::size_t i, std::uint64_t j) const {
-    return static_cast<std::int64_t>(r_->container.data_start + T(i).begin + j);
+    return r_->table.ByteOffset(i, j);
   }
-  const std::uint8_t* Data(std::size_t i) const { return r_->container.Data(T(i)); }
+  const std::uint8_t* Data(std::size_t i) const { return r_->table.Data(i); }
 
   bool ParseSources(const std::vector<qd::SideFile>& configs, std::vector<Source>* sources);
   bool CheckWinner(const Source& w, Resolved* resolved);
@@ -625,7 +642,7 @@ bool Checker::CheckLayer(const LayerPlan& plan, GptqLayer* layer) {
                                       {plan.bias, true, 1}}};
   for (const Want& want : wants) {
     if (want.tensor == kGptqNoTensor) continue;
-    const TensorEntry& e = T(want.tensor);
+    const TableTensor& e = T(want.tensor);
     if (want.is_float ? !IsScaleDtype(e.dtype) : e.dtype != Dtype::kI32) {
       return TensorError("GPTQ-104", e.name, "dtype", kHeaderOffset,
                          std::string(e.name) + " has dtype " + std::string(InfoOf(e.dtype).name) +
@@ -637,10 +654,10 @@ bool Checker::CheckLayer(const LayerPlan& plan, GptqLayer* layer) {
                              std::to_string(want.rank));
     }
   }
-  const TensorEntry& qweight = T(plan.member[kQweight]);
-  const TensorEntry& qzeros = T(plan.member[kQzeros]);
-  const TensorEntry& scales = T(plan.member[kScales]);
-  const TensorEntry& g_idx = T(plan.member[kGidx]);
+  const TableTensor& qweight = T(plan.member[kQweight]);
+  const TableTensor& qzeros = T(plan.member[kQzeros]);
+  const TableTensor& scales = T(plan.member[kScales]);
+  const TableTensor& g_idx = T(plan.member[kGidx]);
   const U128 b = static_cast<U128>(r_->config.bits);
   const std::int64_t gs = r_->config.group_size;
   auto n_groups = [&](U128 k) -> U128 {
@@ -709,13 +726,23 @@ bool Checker::CheckLayer(const LayerPlan& plan, GptqLayer* layer) {
 GptqResult ReadGptq(qd::ByteView file, const std::string& file_name,
                     const std::vector<qd::SideFile>& configs) {
   ContainerResult container = ReadContainer(file, file_name);
-  GptqResult result;
-  result.findings = std::move(container.findings);
-  result.refused = container.refused;
-  result.container = std::move(container.container);
-  if (result.refused) return result;
+  if (container.refused) {
+    GptqResult result;
+    result.refused = true;
+    result.findings = std::move(container.findings);
+    return result;
+  }
+  return ReadGptqTable(TensorTable::FromContainer(std::move(container.container)), file_name,
+                       configs, std::move(container.findings));
+}
 
-  const std::vector<LayerPlan> plans = DiscoverLayers(result.container.tensors);
+GptqResult ReadGptqTable(TensorTable table, const std::string& file_name,
+                         const std::vector<qd::SideFile>& configs,
+                         std::vector<qd::Finding> container_findings) {
+  GptqResult result;
+  result.findings = std::move(container_findings);
+  result.table = std::move(table);
+  const std::vector<LayerPlan> plans = DiscoverLayers(result.table, StorageOrder(result.table));
   result.is_gptq = !plans.empty();
 
   Checker checker(&result, file_name);
@@ -731,6 +758,13 @@ GptqResult ReadGptq(qd::ByteView file, const std::string& file_name,
   return result;
 }
 
+bool HasGptqLayer(const TensorTable& table) {
+  for (const TableTensor& t : table.tensors()) {
+    if (t.listed && MemberOf(SplitName(t.name).second) >= 0) return true;
+  }
+  return false;
+}
+
 bool ClaimsGptq(qd::ByteView file) {
   const ContainerResult r = ReadContainer(file, "");
   if (r.refused) return false;
@@ -741,34 +775,29 @@ bool ClaimsGptq(qd::ByteView file) {
 }
 
 GptqLayerView ViewOf(const GptqResult& result, const GptqLayer& layer) {
-  const Container& c = result.container;
+  const TensorTable& t = result.table;
   GptqLayerView v;
   v.format = result.config.format;
   v.bits = result.config.bits;
   v.in_features = layer.in_features;
   v.out_features = layer.out_features;
   v.groups = layer.groups;
-  v.qweight = c.Data(c.tensors[layer.qweight]);
-  v.qzeros = c.Data(c.tensors[layer.qzeros]);
-  v.scales = c.Data(c.tensors[layer.scales]);
-  v.scales_dtype = c.tensors[layer.scales].dtype;
-  v.g_idx = c.Data(c.tensors[layer.g_idx]);
+  v.qweight = t.Data(layer.qweight);
+  v.qzeros = t.Data(layer.qzeros);
+  v.scales = t.Data(layer.scales);
+  v.scales_dtype = t[layer.scales].dtype;
+  v.g_idx = t.Data(layer.g_idx);
   return v;
 }
 
-qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
-                           const std::vector<qd::SideFile>& configs, TensorSink& sink,
-                           Kernel kernel) {
-  GptqResult r = ReadGptq(file, file_name, configs);
-  qd::Outcome outcome{r.refused, std::move(r.findings), {}};
-  if (r.refused) return outcome;
-  const Container& c = r.container;
-  // Section 7: container order; a layer's weight stands where its qweight is,
+void StreamGptqLayers(const GptqResult& r, TensorSink& sink, Kernel kernel) {
+  const TensorTable& t = r.table;
+  // Section 7: storage order; a layer's weight stands where its qweight is,
   // its scales are consumed, every other floating tensor (bias included) is
   // widened, integer tensors outside layers are left out.
   constexpr std::size_t kPlain = kGptqNoTensor;
-  std::vector<std::size_t> layer_at(c.tensors.size(), kPlain);  // qweight -> layer
-  std::vector<bool> consumed(c.tensors.size(), false);
+  std::vector<std::size_t> layer_at(t.size(), kPlain);  // qweight -> layer
+  std::vector<bool> consumed(t.size(), false);
   for (std::size_t l = 0; l < r.layers.size(); ++l) {
     layer_at[r.layers[l].qweight] = l;
     consumed[r.layers[l].scales] = true;
@@ -779,8 +808,8 @@ qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
   };
   std::vector<Item> items;
   std::vector<TensorInfo> plan;
-  for (std::size_t i = 0; i < c.tensors.size(); ++i) {
-    const TensorEntry& e = c.tensors[i];
+  for (std::size_t i : StorageOrder(t)) {
+    const TableTensor& e = t[i];
     if (layer_at[i] != kPlain) {
       const GptqLayer& layer = r.layers[layer_at[i]];
       items.push_back({i, layer_at[i]});
@@ -791,10 +820,10 @@ qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
       plan.push_back({e.name, e.shape});
     }
   }
-  if (!sink.Plan(plan)) return outcome;
+  if (!sink.Plan(plan)) return;
   for (std::size_t j = 0; j < items.size(); ++j) {
     if (items[j].layer == kPlain) {
-      if (!StreamFloatTensor(c, c.tensors[items[j].tensor], j, sink)) break;
+      if (!t.StreamFloat(items[j].tensor, j, sink)) break;
       continue;
     }
     // The weight [N, K] a few output rows at a time (GptqDequantizeRows).
@@ -807,6 +836,14 @@ qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
                                  });
     if (!more) break;
   }
+}
+
+qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
+                           const std::vector<qd::SideFile>& configs, TensorSink& sink,
+                           Kernel kernel) {
+  GptqResult r = ReadGptq(file, file_name, configs);
+  qd::Outcome outcome{r.refused, std::move(r.findings), {}};
+  if (!r.refused) StreamGptqLayers(r, sink, kernel);
   return outcome;
 }
 

@@ -20,6 +20,7 @@
 #include "quantdiff/tensor_sink.h"
 #include "codecs/kernels.h"
 #include "codecs/safetensors.h"
+#include "codecs/tensor_table.h"
 #include "quantdiff/plain_data.h"
 
 namespace qd::codec {
@@ -41,8 +42,8 @@ struct GptqConfig {
 
 inline constexpr std::size_t kGptqNoTensor = static_cast<std::size_t>(-1);
 
-// One layer of an accepted file. Tensor fields index
-// GptqResult::container.tensors (kGptqNoTensor when absent).
+// One layer of an accepted file. Tensor fields index GptqResult::table
+// (kGptqNoTensor when absent).
 struct GptqLayer {
   std::string prefix;  // "model.layers.0.mlp.up_proj." (with the dot)
   std::size_t qweight = kGptqNoTensor;
@@ -59,7 +60,7 @@ struct GptqResult {
   bool refused = false;
   bool is_gptq = false;  // the file has at least one layer
   std::vector<qd::Finding> findings;  // warnings in order met, then at most one error
-  Container container;
+  TensorTable table;              // the file's, or a model directory's merged table
   GptqConfig config;              // valid when the config steps passed
   std::vector<GptqLayer> layers;  // in anchor order
 };
@@ -68,6 +69,18 @@ struct GptqResult {
 // layer). configs are the sources in priority order.
 GptqResult ReadGptq(qd::ByteView file, const std::string& file_name,
                     const std::vector<qd::SideFile>& configs);
+
+// The same checks on an accepted container's tensor table (a file's, or a
+// model directory's merged table: docs/model_dir.md 4); the container's
+// warnings come first.
+GptqResult ReadGptqTable(TensorTable table, const std::string& file_name,
+                         const std::vector<qd::SideFile>& configs,
+                         std::vector<qd::Finding> container_findings = {});
+// docs/gptq.md section 2, Detection, on a table: a listed tensor named
+// P.qweight, P.qzeros, P.scales or P.g_idx.
+bool HasGptqLayer(const TensorTable& table);
+// Section 7's tensors of an accepted result to SINK (announced first).
+void StreamGptqLayers(const GptqResult& result, TensorSink& sink, Kernel kernel = BestKernel());
 
 // True when the file holds a tensor named P.qweight, P.qzeros, P.scales or
 // P.g_idx (docs/gptq.md section 2): a cheap look at the header alone.

@@ -9,14 +9,31 @@
 namespace qd::codec {
 
 TensorTable TensorTable::FromContainer(Container container) {
+  std::vector<Container> one;
+  one.push_back(std::move(container));
+  return FromShards(std::move(one));
+}
+
+TensorTable TensorTable::FromShards(std::vector<Container> shards) {
   TensorTable table;
-  table.container_ = std::move(container);
-  const Container& c = table.container_;
+  table.containers_ = std::move(shards);
   table.header_offset_ = 8;
-  for (const TensorEntry& e : c.tensors) {
-    table.tensors_.push_back({e.name, e.dtype, e.shape, e.element_count, e.end - e.begin,
-                              c.data_start + e.begin, c.data_start + e.end, true});
-    table.sources_.push_back({c.Data(e), static_cast<std::int64_t>(c.data_start + e.begin), nullptr});
+  std::size_t count = 0;
+  for (const Container& c : table.containers_) count += c.tensors.size();
+  table.tensors_.reserve(count);
+  table.sources_.reserve(count);
+  // Each container is in (begin, end, name) order already, so shard after
+  // shard is the merged order.
+  for (std::size_t s = 0; s < table.containers_.size(); ++s) {
+    const Container& c = table.containers_[s];
+    for (std::size_t i = 0; i < c.tensors.size(); ++i) {
+      const TensorEntry& e = c.tensors[i];
+      table.tensors_.push_back({e.name, e.dtype, e.shape, e.element_count, e.end - e.begin,
+                                c.data_start + e.begin, c.data_start + e.end, true,
+                                static_cast<std::uint32_t>(s)});
+      table.sources_.push_back(
+          {c.Data(e), static_cast<std::int64_t>(c.data_start + e.begin), nullptr, i});
+    }
   }
   table.materialised_.resize(table.tensors_.size());
   return table;
@@ -77,18 +94,26 @@ std::int64_t TensorTable::ByteOffset(std::size_t i, std::uint64_t k) const {
 bool TensorTable::InStorageOrder(std::size_t i, std::size_t j) const {
   const TableTensor& a = tensors_[i];
   const TableTensor& b = tensors_[j];
+  if (a.shard != b.shard) return a.shard < b.shard;
   if (a.begin != b.begin) return a.begin < b.begin;
   if (a.end != b.end) return a.end < b.end;
   return a.name < b.name;  // std::string compares bytes as unsigned char
 }
 
 const std::string* TensorTable::Metadata(std::string_view key) const {
-  return pickle_ ? nullptr : container_.Metadata(key);
+  if (pickle_) return nullptr;
+  for (const Container& c : containers_) {
+    if (const std::string* value = c.Metadata(key)) return value;
+  }
+  return nullptr;
 }
 
 bool TensorTable::StreamFloat(std::size_t i, std::size_t index, TensorSink& sink) const {
   const Source& s = sources_[i];
-  if (s.view == nullptr) return StreamFloatTensor(container_, container_.tensors[i], index, sink);
+  if (s.view == nullptr) {
+    const Container& c = containers_[tensors_[i].shard];
+    return StreamFloatTensor(c, c.tensors[s.entry], index, sink);
+  }
   // A .pt view (docs/pt.md 5.3) goes kChunkValues elements at a time: a
   // broadcast view of a small storage never exists whole in memory.
   // DecodePtRange refuses only a non-floating dtype, checked here first.
@@ -97,6 +122,23 @@ bool TensorTable::StreamFloat(std::size_t i, std::size_t index, TensorSink& sink
                     [&](std::uint64_t first, std::uint64_t count, float* out) {
                       DecodePtRange(*s.view, first, count, out);
                     });
+}
+
+bool TensorTable::StreamFloats(TensorSink& sink) const {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < tensors_.size(); ++i) {
+    if (tensors_[i].listed && IsFloatDtype(tensors_[i].dtype)) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return InStorageOrder(a, b); });
+  std::vector<TensorInfo> plan;
+  plan.reserve(order.size());
+  for (std::size_t i : order) plan.push_back({tensors_[i].name, tensors_[i].shape});
+  if (!sink.Plan(plan)) return false;
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    if (!StreamFloat(order[j], j, sink)) return false;
+  }
+  return true;
 }
 
 }  // namespace qd::codec

@@ -42,11 +42,19 @@ struct TableTensor {
   // False for a tensor reached through a value (docs/pt.md 7): findable by
   // index only, never by name, never decoded on its own.
   bool listed = true;
+  // The shard holding the tensor in a model directory's merged table
+  // (docs/model_dir.md 4): the first ordering key; 0 for a single file.
+  std::uint32_t shard = 0;
 };
 
 class TensorTable {
  public:
   static TensorTable FromContainer(Container container);
+  // A model directory's merged table (docs/model_dir.md 4): the accepted
+  // shards in shard order, their tensors ordered by (shard, begin, end,
+  // name); `__metadata__` is the shards' union, the first shard holding a key
+  // answering for it.
+  static TensorTable FromShards(std::vector<Container> shards);
   // An accepted .pt reading (not refused); tensors in the table's flattening order.
   static TensorTable FromPt(PtResult pickle);
 
@@ -70,12 +78,19 @@ class TensorTable {
   // F32 / F16 / BF16 / F64 tensor i to binary32 (F64 rounded to nearest
   // even), handed to SINK as tensor number INDEX chunk by chunk.
   bool StreamFloat(std::size_t i, std::size_t index, TensorSink& sink) const;
+  // Plans every listed F32 / F16 / BF16 / F64 tensor in storage order, then
+  // streams each: what a table of no format decodes to. False when the sink
+  // stopped.
+  bool StreamFloats(TensorSink& sink) const;
 
   // The .pt reading behind the table (its value table and nodes), or null.
   // Its tensor table is this table (PtResult::tensors is empty there).
   const PtResult* pickle() const { return pickle_.get(); }
-  // The safetensors container behind the table, or null.
-  const Container* container() const { return pickle_ ? nullptr : &container_; }
+  // The safetensors container behind a one-file table, or null (a .pt file,
+  // or a merged table of several shards).
+  const Container* container() const {
+    return pickle_ || containers_.size() != 1 ? nullptr : &containers_[0];
+  }
   // Appends a tensor of the .pt value model (PtResult::all_tensors) under a
   // name used in findings only (listed = false); returns its index.
   std::size_t AddValueTensor(std::uint32_t all_tensors_index, std::string name);
@@ -85,6 +100,7 @@ class TensorTable {
     const std::uint8_t* in_place = nullptr;  // null: materialise from the pt view
     std::int64_t offset = 0;                 // in place: offset of byte 0
     const PtTensor* view = nullptr;          // .pt tensors
+    std::size_t entry = 0;                   // safetensors: index in its shard's tensors
   };
   void AddPt(const PtTensor& t, std::string name, bool listed);
 
@@ -92,7 +108,7 @@ class TensorTable {
   std::vector<Source> sources_;
   mutable std::vector<std::unique_ptr<std::vector<std::uint8_t>>> materialised_;
   std::int64_t header_offset_ = 8;
-  Container container_;                  // safetensors
+  std::vector<Container> containers_;     // safetensors: one per shard
   std::shared_ptr<const PtResult> pickle_;  // .pt (shared: tables copy cheaply)
 };
 
