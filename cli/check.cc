@@ -3,6 +3,9 @@
 
 #include "codecs/mapped_file.h"
 #include "cli/common.h"
+#include "cli/model_dir_input.h"
+#include "codecs/model_dir.h"
+#include "harness/stream_differ.h"
 #include "cli/decoded_output.h"
 #include "reports/report.h"
 #include "reports/writers.h"
@@ -28,6 +31,43 @@ extern const std::string_view kCheckHelp =
     "exit: 0 every file accepted (warnings allowed), 1 a file was refused,\n"
     "      2 usage error, unreadable file or unwritable --out\n";
 
+namespace {
+
+// A model directory as one input (docs/model_dir.md): its listing, the codec's
+// directory reader, one report entry. False (reported) on an I/O error.
+bool CheckDirectory(const std::string& path, const ReportOptions& options,
+                    qd::reports::Report* report, std::vector<std::string>* inputs, bool* refused) {
+  std::string error;
+  if (options.forced != nullptr) {
+    IoError("check", path + ": --format applies to files; a directory's format is detected");
+    return false;
+  }
+  ModelDirInput dir;
+  if (!OpenModelDir(path, &dir, &error)) {
+    IoError("check", "cannot read " + error);
+    return false;
+  }
+  for (const qd::DirEntry& e : dir.Listing().entries) inputs->push_back(dir.Listing().prefix + e.name);
+  qd::codec::ModelDirRead read;
+  std::optional<qd::Outcome> outcome = qd::harness::GuardedRead(
+      [&] { return qd::codec::CheckModelDir(dir.Listing(), &read); }, &error);
+  if (!outcome) {
+    IoError("check", path + ": model directory codec failed: " + error);
+    return false;
+  }
+  if (read.unsupported) {
+    IoError("check", path + ": " + read.unsupported_why);
+    return false;
+  }
+  *refused = *refused || outcome->refused;
+  qd::reports::FileReport file = qd::reports::FromOutcome(path, read.format, *outcome);
+  file.note = ModelDirNote(read);
+  report->files.push_back(std::move(file));
+  return true;
+}
+
+}  // namespace
+
 int RunCheck(const std::vector<std::string>& argv) {
   Args args;
   std::string error;
@@ -48,6 +88,10 @@ int RunCheck(const std::vector<std::string>& argv) {
   // Everything read, so that --out can never name one of them.
   std::vector<std::string> inputs = args.positional;
   for (const std::string& path : args.positional) {
+    if (IsDirectory(path)) {
+      if (!CheckDirectory(path, options, &report, &inputs, &refused)) io_error = true;
+      continue;
+    }
     InputFile file;
     if (!OpenInput(path, &file, &error)) {
       IoError("check", "cannot read " + error);

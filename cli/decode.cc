@@ -10,6 +10,8 @@
 #include "codecs/mapped_file.h"
 #include "codecs/safetensors.h"
 #include "cli/common.h"
+#include "cli/model_dir_input.h"
+#include "codecs/model_dir.h"
 #include "cli/decoded_output.h"
 #include "reports/escape.h"
 #include "reports/writers.h"
@@ -61,15 +63,28 @@ int RunDecode(const std::vector<std::string>& argv) {
   }
 
   const std::string& path = args.positional[0];
-  if (!CheckOutputTarget(*out, {path}, &error)) return IoError("decode", error);
+  const bool directory = IsDirectory(path);
+  if (directory && (forced != nullptr || args.Get("config"))) {
+    return UsageError("decode", "--format and --config apply to a file; a directory names its own");
+  }
+  // A file: its mapping and the configs beside it; a directory: its listing
+  // (docs/model_dir.md), configs inside.
   InputFile file;
-  if (!OpenInput(path, &file, &error)) return IoError("decode", "cannot read " + error);
+  ModelDirInput dir;
   qd::harness::SideFiles side_files;
-  if (!FindSideFiles(path, args.Get("config"), &side_files, &error)) return IoError("decode", error);
   std::vector<std::string> inputs = {path};
-  for (const qd::SideFile& side : side_files) inputs.push_back(side.name);
+  if (directory) {
+    if (!OpenModelDir(path, &dir, &error)) return IoError("decode", "cannot read " + error);
+    for (const qd::DirEntry& e : dir.Listing().entries) inputs.push_back(dir.Listing().prefix + e.name);
+  } else {
+    if (!OpenInput(path, &file, &error)) return IoError("decode", "cannot read " + error);
+    if (!FindSideFiles(path, args.Get("config"), &side_files, &error)) return IoError("decode", error);
+    for (const qd::SideFile& side : side_files) inputs.push_back(side.name);
+  }
+  if (!CheckOutputTarget(*out, inputs, &error)) return IoError("decode", error);
   const qd::ByteView bytes = file.View();
-  const qd::harness::FormatEntry& format = forced ? *forced : qd::harness::DetectFormat(bytes);
+  const qd::harness::FormatEntry* format =
+      directory ? nullptr : forced ? forced : &qd::harness::DetectFormat(bytes);
 
   OutputFile output;
   if (!output.Open(*out, inputs, &error)) return IoError("decode", error);
@@ -77,19 +92,22 @@ int RunDecode(const std::vector<std::string>& argv) {
     return output.Write(data, size);
   }, *out);
   std::optional<qd::Outcome> outcome;
+  qd::codec::ModelDirRead dir_read;
   try {
-    outcome = format.codec_stream(bytes, path, side_files, sink);
+    outcome = directory ? qd::codec::StreamModelDir(dir.Listing(), sink, &dir_read)
+                        : format->codec_stream(bytes, path, side_files, sink);
   } catch (const std::exception& e) {  // allocation failure on a huge tensor
     error = e.what();
   }
+  const std::string format_name = directory ? dir_read.format : std::string(format->name);
   if (!outcome) {
-    return IoError("decode", path + ": " + std::string(format.name) + " codec failed: " + error);
+    return IoError("decode", path + ": " + format_name + " codec failed: " + error);
   }
+  if (dir_read.unsupported) return IoError("decode", path + ": " + dir_read.unsupported_why);
   PrintFindings(path, outcome->findings);
   if (outcome->refused) {
-    std::fprintf(stderr, "quantdiff decode: %s refused by the %.*s codec; nothing written\n",
-                 qd::reports::ForTerminal(path).c_str(),
-                 static_cast<int>(format.name.size()), format.name.data());
+    std::fprintf(stderr, "quantdiff decode: %s refused by the %s codec; nothing written\n",
+                 qd::reports::ForTerminal(path).c_str(), format_name.c_str());
     return kExitFound;
   }
   if (sink.finding()) {
@@ -104,9 +122,9 @@ int RunDecode(const std::vector<std::string>& argv) {
     if (verdict != kExitOk) return verdict;
   }
   if (!output.Commit(&error)) return IoError("decode", error);
-  std::fprintf(stderr, "quantdiff decode: %s [%.*s] -> %s: %llu tensors, %llu values as F32\n",
-               qd::reports::ForTerminal(path).c_str(), static_cast<int>(format.name.size()),
-               format.name.data(), qd::reports::ForTerminal(*out).c_str(),
+  std::fprintf(stderr, "quantdiff decode: %s [%s] -> %s: %llu tensors, %llu values as F32\n",
+               qd::reports::ForTerminal(path).c_str(), format_name.c_str(),
+               qd::reports::ForTerminal(*out).c_str(),
                static_cast<unsigned long long>(sink.tensors()),
                static_cast<unsigned long long>(sink.values()));
   return kExitOk;

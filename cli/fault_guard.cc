@@ -15,7 +15,7 @@ namespace {
 // Fixed tables: the handler must not allocate or take locks. A verb maps one
 // input (plus its side files, read into memory) and writes at most two
 // outputs at a time, so these are generous.
-constexpr int kMappingSlots = 16;
+constexpr int kMappingSlots = 64;  // a sharded model maps every shard
 constexpr int kTemporarySlots = 16;
 constexpr std::size_t kMessageBytes = 1024;
 constexpr std::size_t kPathBytes = 4096;  // PATH_MAX on Linux

@@ -270,20 +270,26 @@ class LockstepComparer : public qd::TensorSink {
 
 StreamedDiff DiffStreams(const FormatEntry& format, qd::ByteView file, const std::string& name,
                          const SideFiles& side_files) {
+  return DiffReaders(
+      std::string(format.name),
+      [&](qd::TensorSink& sink) { return format.codec_stream(file, name, side_files, sink); },
+      [&](qd::TensorSink& sink) { return format.oracle_stream(file, name, side_files, sink); });
+}
+
+StreamedDiff DiffReaders(const std::string& target, const StreamReader& codec,
+                         const StreamReader& oracle) {
   StreamedDiff result;
-  const std::string target(format.name);
   Handoff handoff;
   bool oracle_out_of_memory = false;
   std::thread oracle_thread([&] {
-    result.oracle = GuardedRead(
-        [&] { return format.oracle_stream(file, name, side_files, handoff); },
-        &result.oracle_error, &oracle_out_of_memory);
+    result.oracle = GuardedRead([&] { return oracle(handoff); }, &result.oracle_error,
+                                &oracle_out_of_memory);
     handoff.End();
   });
   LockstepComparer comparer(&handoff, target);
   result.codec = GuardedRead(
       [&]() -> qd::Outcome {
-        qd::Outcome o = format.codec_stream(file, name, side_files, comparer);
+        qd::Outcome o = codec(comparer);
         comparer.Finish();
         return o;
       },

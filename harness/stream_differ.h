@@ -16,6 +16,7 @@
 #ifndef QUANTDIFF_HARNESS_STREAM_DIFFER_H_
 #define QUANTDIFF_HARNESS_STREAM_DIFFER_H_
 
+#include <functional>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -63,6 +64,13 @@ struct StreamedDiff {
 // FORMAT's codec_stream and oracle_stream on FILE with SIDE_FILES, compared.
 StreamedDiff DiffStreams(const FormatEntry& format, qd::ByteView file, const std::string& name,
                          const SideFiles& side_files);
+
+// Any two readers of the same input, each streaming into the sink it is
+// given, compared as above; TARGET names them in signatures
+// ("DIFF:<target>:..."). What DiffStreams and the model-directory diff run.
+using StreamReader = std::function<qd::Outcome(qd::TensorSink&)>;
+StreamedDiff DiffReaders(const std::string& target, const StreamReader& codec,
+                         const StreamReader& oracle);
 
 }  // namespace qd::harness
 

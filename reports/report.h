@@ -39,6 +39,9 @@ std::string VerdictText(const Verdict& verdict);
 struct FileReport {
   std::string path;    // as given on the command line
   std::string format;  // registry name: "rbq", "safetensors"
+  // What else the reading found, for people: "2 shards, total_size counts
+  // tensor bytes" for a model directory; empty for a file.
+  std::string note;
   bool refused = false;
   std::vector<qd::Finding> findings;  // the reading that counts (codec for
                                       // check, oracle for diff)

@@ -91,7 +91,8 @@ std::string WriteText(const Report& report) {
              ForTerminal(file.divergence->detail) + "\n";
     }
     if (file.findings.empty() && !file.divergence && !file.codec) {
-      out += path + ": ok [" + ForTerminal(file.format) + "]\n";
+      out += path + ": ok [" + ForTerminal(file.format) +
+             (file.note.empty() ? "" : "; " + ForTerminal(file.note)) + "]\n";
     }
   }
   const Summary s = Summarize(report);
@@ -144,6 +145,7 @@ std::string WriteJson(const Report& report) {
       Json v = Json::object();
       v["file"] = Str(file.path);
       v["format"] = Str(file.format);
+      if (!file.note.empty()) v["note"] = Str(file.note);
       v["codec"] = Str(VerdictText(*file.codec));
       v["oracle"] = Str(VerdictText(*file.oracle));
       verdicts.push_back(std::move(v));

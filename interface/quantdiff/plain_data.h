@@ -55,9 +55,9 @@ struct SideFile {
 // One entry of a model directory as the caller found it (docs/model_dir.md
 // section 1). Both readers get the same listing, as they get the same bytes.
 enum class DirEntryKind : std::uint8_t {
-  kRegular = 0,   // a regular file, or a link resolving to one inside the directory
-  kEscaping = 1,  // a symbolic link resolving outside the directory
-  kOther = 2,     // a subdirectory, a dangling link, a device, ...
+  kRegular,   // a regular file, or a link resolving to one inside the directory
+  kEscaping,  // a symbolic link resolving outside the directory
+  kOther,     // a subdirectory, a dangling link, a device, ...
 };
 struct DirEntry {
   std::string name;  // the entry's name inside the directory (no '/')

@@ -597,7 +597,8 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
       {"check", good, "--format", "gguf"},
       {"check", missing},
       {"check", good, missing},
-      {"check", dir_.string()},
+      // A directory is one input (docs/model_dir.md); its format is its own.
+      {"check", dir_.string(), "--format", "gptq"},
       {"check", good, "--out", unwritable},
       {"diff"},
       {"diff", missing},

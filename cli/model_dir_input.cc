@@ -1,0 +1,103 @@
+// model_dir_input.cc: docs/model_dir.md section 1, gathered from the file
+// system. The kinds are facts of the file system, decided once here so both
+// readers judge the same listing.
+#include "cli/model_dir_input.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+namespace qd::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// True when the canonical PATH lies below the canonical directory ROOT.
+bool Inside(const fs::path& path, const fs::path& root) {
+  const std::string p = path.string();
+  const std::string r = root.string() + "/";
+  return p.compare(0, r.size(), r) == 0;
+}
+
+qd::DirEntryKind KindOf(const fs::directory_entry& entry, const fs::path& root) {
+  std::error_code ec;
+  const fs::file_status own = entry.symlink_status(ec);
+  if (ec) return qd::DirEntryKind::kOther;
+  if (!fs::is_symlink(own)) {
+    return fs::is_regular_file(own) ? qd::DirEntryKind::kRegular : qd::DirEntryKind::kOther;
+  }
+  const fs::path target = fs::canonical(entry.path(), ec);
+  if (ec) return qd::DirEntryKind::kOther;  // dangling, or a loop
+  if (!Inside(target, root)) return qd::DirEntryKind::kEscaping;
+  return fs::is_regular_file(target, ec) ? qd::DirEntryKind::kRegular : qd::DirEntryKind::kOther;
+}
+
+bool IsConfigName(const std::string& name) {
+  return name == "config.json" || name == "quantize_config.json" || name == "quant_config.json" ||
+         EndsWith(name, ".quantize_config.json");
+}
+
+}  // namespace
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool OpenModelDir(const std::string& dir, ModelDirInput* input, std::string* error) {
+  std::error_code ec;
+  const fs::path root = fs::canonical(dir, ec);
+  if (ec) {
+    *error = dir + ": " + ec.message();
+    return false;
+  }
+  qd::ModelDirListing& listing = input->listing_;
+  listing.dir = dir;
+  listing.prefix = EndsWith(dir, "/") ? dir : dir + "/";
+  fs::directory_iterator it(root, ec);
+  if (ec) {
+    *error = dir + ": " + ec.message();
+    return false;
+  }
+  for (const fs::directory_entry& entry : it) {
+    listing.entries.push_back({entry.path().filename().string(), KindOf(entry, root), {}});
+  }
+  std::sort(listing.entries.begin(), listing.entries.end(),
+            [](const qd::DirEntry& a, const qd::DirEntry& b) { return a.name < b.name; });
+  for (qd::DirEntry& e : listing.entries) {
+    const bool read = EndsWith(e.name, ".safetensors") || EndsWith(e.name, ".bin") ||
+                      EndsWith(e.name, ".json");
+    if (e.kind != qd::DirEntryKind::kRegular || !read) continue;
+    const std::string path = listing.prefix + e.name;
+    auto file = std::make_unique<InputFile>();
+    if (!OpenInput(path, file.get(), error)) return false;
+    e.bytes = file->View();
+    const std::uint64_t limit = EndsWith(e.name, ".index.json") ? kMaxIndexBytes
+                                : IsConfigName(e.name)          ? kMaxSideFileBytes
+                                                                : UINT64_MAX;
+    if (e.bytes.size > limit) {
+      *error = path + ": " + std::to_string(e.bytes.size) + " bytes is too large for " +
+               (limit == kMaxIndexBytes ? "an index" : "a config file") + " (at most " +
+               std::to_string(limit) + ")";
+      return false;
+    }
+    input->files_.push_back(std::move(file));
+  }
+  return true;
+}
+
+std::string ModelDirNote(const qd::codec::ModelDirRead& read) {
+  std::string note = read.shards == 1 ? "1 weight file" : std::to_string(read.shards) + " shards";
+  if (!read.total_size_convention.empty()) {
+    note += ", total_size counts " + read.total_size_convention;
+  }
+  return note;
+}
+
+}  // namespace qd::cli

@@ -1,0 +1,53 @@
+// model_dir_input.h: a model directory gathered into the listing both
+// readers get (docs/model_dir.md section 1), with its files mapped.
+//
+//   ModelDirInput input;
+//   std::string error;
+//   if (!OpenModelDir("models/llama-gptq", &input, &error)) return IoError("check", error);
+//   qd::codec::StreamModelDir(input.Listing(), sink, &read);
+#ifndef QUANTDIFF_CLI_MODEL_DIR_INPUT_H_
+#define QUANTDIFF_CLI_MODEL_DIR_INPUT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/common.h"
+#include "codecs/model_dir.h"
+#include "quantdiff/plain_data.h"
+
+namespace qd::cli {
+
+// An index above this is an I/O error (exit 2), as a config above
+// kMaxSideFileBytes is: both readers hold the index as a JSON tree. The
+// largest public indexes (hundreds of shards, mixture-of-experts models) are
+// under 10 MB.
+inline constexpr std::uint64_t kMaxIndexBytes = 16ull << 20;
+
+class ModelDirInput {
+ public:
+  const qd::ModelDirListing& Listing() const { return listing_; }
+
+ private:
+  friend bool OpenModelDir(const std::string& dir, ModelDirInput* input, std::string* error);
+  qd::ModelDirListing listing_;
+  std::vector<std::unique_ptr<InputFile>> files_;
+};
+
+// True when PATH names a directory (following a symbolic link).
+bool IsDirectory(const std::string& path);
+
+// Lists DIR: every entry directly in it, sorted by name, with its kind; the
+// regular entries whose names the contract reads (*.safetensors, *.bin,
+// *.json) mapped. False with *error when DIR cannot be listed, a file cannot
+// be mapped, or an index or config is larger than its limit.
+bool OpenModelDir(const std::string& dir, ModelDirInput* input, std::string* error);
+
+// What a report says of a directory besides its verdict: "2 shards,
+// total_size counts tensor bytes".
+std::string ModelDirNote(const qd::codec::ModelDirRead& read);
+
+}  // namespace qd::cli
+
+#endif  // QUANTDIFF_CLI_MODEL_DIR_INPUT_H_

@@ -1,0 +1,486 @@
+// model_dir.cc: docs/model_dir.md, the codec side: weight-set discovery
+// (section 2), the index and shard checks in the documented order (section
+// 3), the merged table (section 4) handed to the format readers.
+#include "codecs/model_dir.h"
+
+#include <algorithm>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "codecs/bnb.h"
+#include "codecs/bnb_pt_layers.h"
+#include "codecs/finding.h"
+#include "codecs/gptq.h"
+#include "codecs/rbq.h"
+#include "codecs/safetensors.h"
+#include "codecs/strict_json.h"
+#include "codecs/tensor_table.h"
+
+namespace qd::codec {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t kHeaderOffset = 8;
+constexpr std::int64_t kNoOffset = -1;
+
+enum class WeightKind : std::uint8_t { kNone, kSafetensors, kTorch };
+
+constexpr std::string_view kSafetensorsSuffix = ".safetensors";
+constexpr std::string_view kSafetensorsIndexSuffix = ".safetensors.index.json";
+constexpr std::string_view kTorchSuffix = ".bin";
+constexpr std::string_view kTorchIndexSuffix = ".bin.index.json";
+constexpr std::string_view kTorchPrefix = "pytorch_model";
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Section 2's table: what a name makes an entry.
+WeightKind WeightFileKind(std::string_view name) {
+  if (EndsWith(name, kSafetensorsSuffix)) return WeightKind::kSafetensors;
+  if (name.rfind(kTorchPrefix, 0) == 0 && EndsWith(name, kTorchSuffix)) return WeightKind::kTorch;
+  return WeightKind::kNone;
+}
+
+WeightKind IndexKind(std::string_view name) {
+  if (EndsWith(name, kSafetensorsIndexSuffix)) return WeightKind::kSafetensors;
+  if (EndsWith(name, kTorchIndexSuffix)) return WeightKind::kTorch;
+  return WeightKind::kNone;
+}
+
+// The weight set's name up to its kind's suffix (section 2, configs).
+std::string Stem(std::string_view name) {
+  for (std::string_view suffix :
+       {kSafetensorsIndexSuffix, kTorchIndexSuffix, kSafetensorsSuffix, kTorchSuffix}) {
+    if (EndsWith(name, suffix)) return std::string(name.substr(0, name.size() - suffix.size()));
+  }
+  return std::string(name);
+}
+
+// Section 3 step 3: a name that cannot be a file directly in the directory.
+bool NameEscapes(std::string_view name) {
+  return name.empty() || name == "." || name == ".." ||
+         name.find_first_of(std::string_view("/\\\0", 3)) != std::string_view::npos;
+}
+
+std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+struct Index {
+  // weight_map, sorted by tensor name (strict JSON: keys are unique).
+  std::vector<std::pair<std::string, std::string>> weight_map;
+  std::vector<std::string> shards;   // the distinct values, byte order
+  std::optional<json> total_size;    // metadata.total_size when present
+};
+
+class DirReader {
+ public:
+  DirReader(const qd::ModelDirListing& listing, ModelDirRead* read)
+      : listing_(listing), read_(read) {}
+
+  qd::Outcome Run(TensorSink& sink, Kernel kernel);
+
+ private:
+  bool Error(const char* rule, std::string file, std::string tensor, std::string field,
+             std::int64_t offset, std::string message) {
+    outcome_.findings.push_back(MakeFinding(rule, qd::Severity::kError, std::move(file),
+                                            std::move(tensor), std::move(field), offset,
+                                            std::move(message)));
+    outcome_.refused = true;
+    return false;
+  }
+  std::string PathOf(std::string_view name) const { return listing_.prefix + std::string(name); }
+  const qd::DirEntry* Find(std::string_view name) const {
+    const auto it = std::lower_bound(
+        listing_.entries.begin(), listing_.entries.end(), name,
+        [](const qd::DirEntry& e, std::string_view n) { return std::string_view(e.name) < n; });
+    return it != listing_.entries.end() && it->name == name ? &*it : nullptr;
+  }
+  const qd::DirEntry* FindRegular(std::string_view name) const {
+    const qd::DirEntry* e = Find(name);
+    return e != nullptr && e->kind == qd::DirEntryKind::kRegular ? e : nullptr;
+  }
+
+  bool FindWeightSet();
+  std::vector<qd::SideFile> Configs() const;
+  bool ReadIndex(Index* index);
+  bool CheckShardNames(const Index& index);
+  bool ReadShards(const Index& index, std::vector<Container>* shards);
+  bool CheckTensorsAgainstIndex(const Index& index, const std::vector<Container>& shards);
+  bool CheckTotalSize(const Index& index, const std::vector<Container>& shards);
+  bool CheckShardMetadata(const Index& index, const std::vector<Container>& shards);
+  bool CheckNoBlockDtypes(const Index& index, const std::vector<Container>& shards);
+  void ReadFormat(TensorTable table, const std::string& name, const Index* index,
+                  TensorSink& sink, Kernel kernel);
+  void OneFile(TensorSink& sink, Kernel kernel);
+
+  const qd::ModelDirListing& listing_;
+  ModelDirRead* read_;
+  qd::Outcome outcome_;
+  WeightKind kind_ = WeightKind::kNone;
+  const qd::DirEntry* index_entry_ = nullptr;  // the set's index, or null
+  const qd::DirEntry* file_entry_ = nullptr;   // the one weight file without an index
+};
+
+// Section 2: IDX-001, IDX-002, then the set.
+bool DirReader::FindWeightSet() {
+  std::vector<const qd::DirEntry*> files[3], indexes[3];
+  for (const qd::DirEntry& e : listing_.entries) {
+    if (e.kind != qd::DirEntryKind::kRegular) continue;
+    if (WeightKind k = IndexKind(e.name); k != WeightKind::kNone) {
+      indexes[static_cast<int>(k)].push_back(&e);
+    } else if (WeightKind k2 = WeightFileKind(e.name); k2 != WeightKind::kNone) {
+      files[static_cast<int>(k2)].push_back(&e);
+    }
+  }
+  constexpr int kSt = static_cast<int>(WeightKind::kSafetensors);
+  constexpr int kPt = static_cast<int>(WeightKind::kTorch);
+  const bool st = !files[kSt].empty() || !indexes[kSt].empty();
+  const bool pt = !files[kPt].empty() || !indexes[kPt].empty();
+  if (!st && !pt) {
+    return Error("IDX-001", listing_.dir, "", "weight_set", kNoOffset,
+                 "no weight file (*.safetensors, pytorch_model*.bin) and no index in the directory");
+  }
+  auto names = [](const std::vector<const qd::DirEntry*>& a, const std::vector<const qd::DirEntry*>& b) {
+    std::string s;
+    for (const auto* list : {&a, &b}) {
+      for (const qd::DirEntry* e : *list) s += (s.empty() ? "" : ", ") + e->name;
+    }
+    return s;
+  };
+  if (st && pt) {
+    return Error("IDX-002", listing_.dir, "", "weight_set", kNoOffset,
+                 "safetensors and torch weights both present (" +
+                     names(indexes[kSt], files[kSt]) + "; " + names(indexes[kPt], files[kPt]) +
+                     "): name the one to read");
+  }
+  kind_ = st ? WeightKind::kSafetensors : WeightKind::kTorch;
+  const int k = static_cast<int>(kind_);
+  if (indexes[k].size() > 1) {
+    return Error("IDX-002", listing_.dir, "", "weight_set", kNoOffset,
+                 "several indexes (" + names(indexes[k], {}) + "): name the one to read");
+  }
+  if (indexes[k].size() == 1) {
+    index_entry_ = indexes[k][0];
+    return true;
+  }
+  if (files[k].size() > 1) {
+    return Error("IDX-002", listing_.dir, "", "weight_set", kNoOffset,
+                 "several weight files and no index (" + names(files[k], {}) +
+                     "): name the one to read");
+  }
+  file_entry_ = files[k][0];
+  return true;
+}
+
+// Section 2: the config candidates of docs/gptq.md section 1, in priority order.
+std::vector<qd::SideFile> DirReader::Configs() const {
+  const std::string stem = Stem(index_entry_ != nullptr ? index_entry_->name : file_entry_->name);
+  std::vector<qd::SideFile> configs;
+  for (const std::string& name : {stem + ".quantize_config.json", std::string("quantize_config.json"),
+                                  std::string("quant_config.json"), std::string("config.json")}) {
+    if (const qd::DirEntry* e = FindRegular(name)) {
+      configs.push_back({PathOf(name), std::vector<std::uint8_t>(e->bytes.data,
+                                                                 e->bytes.data + e->bytes.size)});
+    }
+  }
+  return configs;
+}
+
+// Step 2, IDX-003.
+bool DirReader::ReadIndex(Index* index) {
+  const std::string path = PathOf(index_entry_->name);
+  auto refuse = [&](const char* field, const std::string& why) {
+    return Error("IDX-003", path, "", field, kNoOffset, why);
+  };
+  std::optional<json> doc = ParseStrictJson(index_entry_->bytes.data, index_entry_->bytes.size);
+  if (!doc || !doc->is_object()) return refuse("weight_map", "the index is not strict JSON with an object on top");
+  const auto map = doc->find("weight_map");
+  if (map == doc->end()) return refuse("weight_map", "the index has no weight_map");
+  if (!map->is_object()) return refuse("weight_map", "weight_map is not an object");
+  for (auto it = map->begin(); it != map->end(); ++it) {
+    if (!it.value().is_string()) {
+      return refuse("weight_map", "weight_map[" + Quote(it.key()) + "] is not a string");
+    }
+    index->weight_map.emplace_back(it.key(), it.value().get<std::string>());
+  }
+  const auto metadata = doc->find("metadata");
+  if (metadata != doc->end()) {
+    if (!metadata->is_object()) return refuse("metadata", "metadata is not an object");
+    const auto total = metadata->find("total_size");
+    if (total != metadata->end()) index->total_size = *total;
+  }
+  std::sort(index->weight_map.begin(), index->weight_map.end());
+  for (const auto& [tensor, shard] : index->weight_map) index->shards.push_back(shard);
+  std::sort(index->shards.begin(), index->shards.end());
+  index->shards.erase(std::unique(index->shards.begin(), index->shards.end()), index->shards.end());
+  return true;
+}
+
+// Steps 3-5: IDX-004, IDX-005, IDX-006.
+bool DirReader::CheckShardNames(const Index& index) {
+  const std::string path = PathOf(index_entry_->name);
+  auto first_tensor = [&](const std::string& shard) {
+    for (const auto& [tensor, s] : index.weight_map) {
+      if (s == shard) return tensor;
+    }
+    return std::string();
+  };
+  for (const std::string& shard : index.shards) {
+    const qd::DirEntry* e = NameEscapes(shard) ? nullptr : Find(shard);
+    if (NameEscapes(shard) || (e != nullptr && e->kind == qd::DirEntryKind::kEscaping)) {
+      return Error("IDX-004", path, first_tensor(shard), "weight_map", kNoOffset,
+                   "shard " + Quote(shard) + " is not a file in the directory: it escapes it");
+    }
+  }
+  for (const std::string& shard : index.shards) {
+    if (FindRegular(shard) == nullptr) {
+      return Error("IDX-005", PathOf(shard), first_tensor(shard), "weight_map", kNoOffset,
+                   "the index names shard " + Quote(shard) + ", which is not in the directory");
+    }
+  }
+  for (const qd::DirEntry& e : listing_.entries) {
+    if (e.kind != qd::DirEntryKind::kRegular || WeightFileKind(e.name) != kind_) continue;
+    if (!std::binary_search(index.shards.begin(), index.shards.end(), e.name)) {
+      return Error("IDX-006", PathOf(e.name), "", "weight_map", kNoOffset,
+                   "a weight file the index does not name");
+    }
+  }
+  return true;
+}
+
+// Step 6: the container rules on each shard, in shard order.
+bool DirReader::ReadShards(const Index& index, std::vector<Container>* shards) {
+  shards->reserve(index.shards.size());
+  for (const std::string& shard : index.shards) {
+    ContainerResult r = ReadContainer(FindRegular(shard)->bytes, PathOf(shard));
+    for (qd::Finding& f : r.findings) outcome_.findings.push_back(std::move(f));
+    if (r.refused) {
+      outcome_.refused = true;
+      return false;
+    }
+    shards->push_back(std::move(r.container));
+  }
+  return true;
+}
+
+// Step 7: IDX-007..IDX-010.
+bool DirReader::CheckTensorsAgainstIndex(const Index& index, const std::vector<Container>& shards) {
+  auto mapped_to = [&](const std::string& tensor) -> const std::string* {
+    const auto it = std::lower_bound(
+        index.weight_map.begin(), index.weight_map.end(), tensor,
+        [](const auto& entry, const std::string& t) { return entry.first < t; });
+    return it != index.weight_map.end() && it->first == tensor ? &it->second : nullptr;
+  };
+  std::unordered_map<std::string_view, std::size_t> shard_of;  // tensor -> shard rank
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    const std::string& shard = index.shards[s];
+    for (const TensorEntry& t : shards[s].tensors) {
+      const auto [it, inserted] = shard_of.emplace(t.name, s);
+      if (!inserted) {
+        return Error("IDX-007", PathOf(shard), t.name, "weight_map", kHeaderOffset,
+                     "tensor " + Quote(t.name) + " is also in shard " +
+                         Quote(index.shards[it->second]));
+      }
+      const std::string* named = mapped_to(t.name);
+      if (named == nullptr) {
+        return Error("IDX-008", PathOf(shard), t.name, "weight_map", kHeaderOffset,
+                     "tensor " + Quote(t.name) + " is in the shard but not in the index");
+      }
+      if (*named != shard) {
+        return Error("IDX-009", PathOf(shard), t.name, "weight_map", kHeaderOffset,
+                     "the index puts tensor " + Quote(t.name) + " in shard " + Quote(*named));
+      }
+    }
+  }
+  for (const auto& [tensor, shard] : index.weight_map) {
+    if (shard_of.count(tensor) == 0) {
+      return Error("IDX-010", PathOf(shard), tensor, "weight_map", kHeaderOffset,
+                   "the index puts tensor " + Quote(tensor) + " in this shard, which does not hold it");
+    }
+  }
+  return true;
+}
+
+// Step 8: IDX-011, either convention (the matching one is reported).
+bool DirReader::CheckTotalSize(const Index& index, const std::vector<Container>& shards) {
+  if (!index.total_size) return true;
+  unsigned __int128 tensor_bytes = 0, file_bytes = 0;
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    for (const TensorEntry& t : shards[s].tensors) tensor_bytes += t.end - t.begin;
+    file_bytes += shards[s].file.size;
+  }
+  const json& v = *index.total_size;
+  std::optional<std::uint64_t> stated;
+  if (v.is_number_unsigned()) {
+    stated = v.get<std::uint64_t>();
+  } else if (v.is_number_integer() && v.get<std::int64_t>() >= 0) {
+    stated = static_cast<std::uint64_t>(v.get<std::int64_t>());
+  }
+  if (stated && *stated == tensor_bytes) {
+    if (read_ != nullptr) read_->total_size_convention = "tensor bytes";
+    return true;
+  }
+  if (stated && *stated == file_bytes) {
+    if (read_ != nullptr) read_->total_size_convention = "file bytes";
+    return true;
+  }
+  auto text = [](unsigned __int128 n) {
+    std::string s;
+    do {
+      s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(n % 10)));
+      n /= 10;
+    } while (n != 0);
+    return s;
+  };
+  return Error("IDX-011", PathOf(index_entry_->name), "", "total_size", kNoOffset,
+               "metadata.total_size is " + v.dump() + ", neither the tensors' bytes (" +
+                   text(tensor_bytes) + ") nor the shard files' bytes (" + text(file_bytes) + ")");
+}
+
+// Step 9: IDX-012.
+bool DirReader::CheckShardMetadata(const Index& index, const std::vector<Container>& shards) {
+  std::unordered_map<std::string_view, std::string_view> seen;
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    for (const auto& [key, value] : shards[s].metadata) {
+      const auto [it, inserted] = seen.emplace(key, value);
+      if (!inserted && it->second != value) {
+        return Error("IDX-012", PathOf(index.shards[s]), "", "__metadata__", kHeaderOffset,
+                     "__metadata__[" + Quote(key) + "] differs from an earlier shard's");
+      }
+    }
+  }
+  return true;
+}
+
+// Step 10: IDX-013.
+bool DirReader::CheckNoBlockDtypes(const Index& index, const std::vector<Container>& shards) {
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    for (const TensorEntry& t : shards[s].tensors) {
+      if (t.dtype == Dtype::kQ4B32 || t.dtype == Dtype::kQ8B32) {
+        return Error("IDX-013", PathOf(index.shards[s]), t.name, "dtype", kHeaderOffset,
+                     "a Q4B32/Q8B32 tensor in a sharded set: RBQ checkpoints are single files");
+      }
+    }
+  }
+  return true;
+}
+
+// Step 11 and section 5: detection on the table (bitsandbytes, then GPTQ,
+// else the container alone), the format's rules, its decoded tensors.
+// Findings about a tensor of an index set name its shard (section 4).
+void DirReader::ReadFormat(TensorTable table, const std::string& name, const Index* index,
+                           TensorSink& sink, Kernel kernel) {
+  std::vector<qd::Finding> findings;
+  BnbResult bnb = ReadBnbTable(std::move(table), name);
+  std::optional<GptqResult> gptq;
+  if (bnb.is_bnb) {
+    read_->format = "bnb";
+    findings = std::move(bnb.findings);
+    outcome_.refused = bnb.refused;
+  } else if (HasGptqLayer(bnb.table)) {
+    read_->format = "gptq";
+    gptq = ReadGptqTable(std::move(bnb.table), name, Configs());
+    findings = std::move(gptq->findings);
+    outcome_.refused = gptq->refused;
+  } else {
+    read_->format = "safetensors";
+  }
+  if (index != nullptr && !findings.empty()) {
+    const TensorTable& t = gptq ? gptq->table : bnb.table;
+    std::unordered_map<std::string_view, std::uint32_t> shard_of;
+    for (const TableTensor& e : t.tensors()) shard_of.emplace(e.name, e.shard);
+    for (qd::Finding& f : findings) {
+      if (f.file != name) continue;
+      const auto it = shard_of.find(f.tensor);
+      if (it != shard_of.end()) f.file = PathOf(index->shards[it->second]);
+    }
+  }
+  for (qd::Finding& f : findings) outcome_.findings.push_back(std::move(f));
+  if (outcome_.refused) return;
+  if (bnb.is_bnb) {
+    StreamBnbLayers(bnb, sink, kernel);
+  } else if (gptq) {
+    StreamGptqLayers(*gptq, sink, kernel);
+  } else {
+    bnb.table.StreamFloats(sink);
+  }
+}
+
+// A set without an index: the file alone (section 3, last paragraph).
+void DirReader::OneFile(TensorSink& sink, Kernel kernel) {
+  read_->shards = 1;
+  const std::string path = PathOf(file_entry_->name);
+  const qd::ByteView bytes = file_entry_->bytes;
+  if (kind_ == WeightKind::kTorch) {
+    read_->format = "pt";
+    outcome_ = StreamPtFile(bytes, path, sink);
+    return;
+  }
+  ContainerResult container = ReadContainer(bytes, path);
+  if (container.refused || ReadRbq(bytes, path).is_rbq) {
+    read_->format = container.refused ? "" : "rbq";
+    outcome_ = container.refused ? qd::Outcome{true, std::move(container.findings), {}}
+                                 : StreamRbqFile(bytes, path, sink, kernel);
+    return;
+  }
+  outcome_.findings = std::move(container.findings);
+  ReadFormat(TensorTable::FromContainer(std::move(container.container)), path, nullptr, sink,
+             kernel);
+}
+
+qd::Outcome DirReader::Run(TensorSink& sink, Kernel kernel) {
+  if (!FindWeightSet()) return std::move(outcome_);
+  if (file_entry_ != nullptr) {
+    OneFile(sink, kernel);
+    return std::move(outcome_);
+  }
+  Index index;
+  if (!ReadIndex(&index) || !CheckShardNames(index)) return std::move(outcome_);
+  if (kind_ == WeightKind::kTorch) {
+    read_->unsupported = true;
+    read_->unsupported_why =
+        "a sharded torch checkpoint (" + index_entry_->name + ") is not read yet; check its shards one by one";
+    return std::move(outcome_);
+  }
+  std::vector<Container> shards;
+  if (!ReadShards(index, &shards)) return std::move(outcome_);
+  read_->shards = shards.size();
+  if (!CheckTensorsAgainstIndex(index, shards) || !CheckTotalSize(index, shards) ||
+      !CheckShardMetadata(index, shards) || !CheckNoBlockDtypes(index, shards)) {
+    return std::move(outcome_);
+  }
+  ReadFormat(TensorTable::FromShards(std::move(shards)), listing_.dir, &index, sink, kernel);
+  return std::move(outcome_);
+}
+
+}  // namespace
+
+qd::Outcome StreamModelDir(const qd::ModelDirListing& listing, TensorSink& sink, ModelDirRead* read,
+                           Kernel kernel) {
+  ModelDirRead local;
+  if (read == nullptr) read = &local;
+  *read = ModelDirRead{};
+  return DirReader(listing, read).Run(sink, kernel);
+}
+
+qd::Outcome CheckModelDir(const qd::ModelDirListing& listing, ModelDirRead* read) {
+  // A sink that declines the plan: the readers stop before decoding.
+  class Declining : public TensorSink {
+   public:
+    bool Plan(const std::vector<TensorInfo>&) override { return false; }
+    bool Take(const TensorChunk&) override { return false; }
+  } declining;
+  return StreamModelDir(listing, declining, read);
+}
+
+qd::Outcome DecodeModelDir(const qd::ModelDirListing& listing, ModelDirRead* read) {
+  return CollectStream([&](TensorSink& sink) { return StreamModelDir(listing, sink, read); });
+}
+
+}  // namespace qd::codec

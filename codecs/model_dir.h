@@ -1,0 +1,49 @@
+// model_dir.h: a model directory read as one input (docs/model_dir.md): its
+// weight set found by name, the index checked against the shards (IDX-001..
+// IDX-013), and the shards' tensors read as one merged table by the format
+// readers, so a layer two shards hold is one layer. oracles/model_dir.cc
+// implements the same page independently.
+//
+//   qd::codec::ModelDirRead read;
+//   qd::Outcome o = qd::codec::StreamModelDir(listing, sink, &read);
+//   if (read.unsupported) ...  // a set quantdiff does not read yet: say so, exit 2
+#ifndef QUANTDIFF_CODECS_MODEL_DIR_H_
+#define QUANTDIFF_CODECS_MODEL_DIR_H_
+
+#include <cstddef>
+#include <string>
+
+#include "codecs/kernels.h"
+#include "quantdiff/plain_data.h"
+#include "quantdiff/tensor_sink.h"
+
+namespace qd::codec {
+
+// What the reading found besides its outcome.
+struct ModelDirRead {
+  // The format read: "gptq", "bnb", "safetensors", or a one-file set's own
+  // ("rbq", "pt"); empty when refused before detection.
+  std::string format;
+  std::size_t shards = 0;  // weight files read (1 without an index)
+  // docs/model_dir.md 3 step 8: "tensor bytes", "file bytes", or empty (no
+  // index, no total_size, or refused before the step).
+  std::string total_size_convention;
+  // A weight set quantdiff cannot read yet (sharded torch files), with why:
+  // the outcome holds no verdict then.
+  bool unsupported = false;
+  std::string unsupported_why;
+};
+
+// The checks of docs/model_dir.md 3 and, for an accepted directory, the
+// format's decoded tensors (section 5) to SINK, announced first; a sink that
+// declines the plan gets nothing (what `check` uses).
+qd::Outcome StreamModelDir(const qd::ModelDirListing& listing, TensorSink& sink,
+                           ModelDirRead* read = nullptr, Kernel kernel = BestKernel());
+// The checks alone, decoding nothing: what `check DIR` runs.
+qd::Outcome CheckModelDir(const qd::ModelDirListing& listing, ModelDirRead* read = nullptr);
+// The same, with the decoded tensors collected into the outcome.
+qd::Outcome DecodeModelDir(const qd::ModelDirListing& listing, ModelDirRead* read = nullptr);
+
+}  // namespace qd::codec
+
+#endif  // QUANTDIFF_CODECS_MODEL_DIR_H_
