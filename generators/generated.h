@@ -30,6 +30,25 @@ struct Generated {
   std::vector<qd::SideFile> side_files;
 };
 
+// One entry of a generated model directory (docs/model_dir.md section 1).
+struct GeneratedDirFile {
+  std::string name;
+  qd::DirEntryKind kind = qd::DirEntryKind::kRegular;
+  std::vector<std::uint8_t> bytes;  // regular entries only
+};
+
+// A generated model directory and the rule it was built to break ("" for a
+// valid one, which both directory readers must accept).
+struct GeneratedDir {
+  std::vector<GeneratedDirFile> files;
+  std::string expected_rule;
+  std::string description;
+  // The listing both readers get: dir as given, prefix dir + "/", entries
+  // sorted by name bytes, views into files (valid while *this lives and is
+  // not modified). Defined in generators/model_dir.cc.
+  qd::ModelDirListing Listing(const std::string& dir = "generated") const;
+};
+
 }  // namespace qd::gen
 
 #endif  // QUANTDIFF_GENERATORS_GENERATED_H_

@@ -317,6 +317,29 @@ std::vector<PtTensorData*> PtTensorsIn(PtStateDict* dict);
 // modules "blocks.<i>.<proj>", some dicts nested, some tensors views.
 PtStateDict RandomPtBnbLayers(Rng& rng);
 
+// Model directories (rules IDX-*, docs/model_dir.md; generators/model_dir*.cc):
+// a GPTQ, bitsandbytes or plain safetensors model cut into shards
+// model-0000i-of-0000k.safetensors at tensor boundaries (layers split across
+// shards too) with model.safetensors.index.json (total_size in either
+// convention, or none), its config sources as the directory's configs, and
+// entries the readers ignore; RBQ and .pt models as a one-file set. Each
+// violation breaks one IDX rule of a valid sharded directory.
+GeneratedDir ModelDirValid(Rng& rng);
+std::vector<std::string> ModelDirViolableRules();
+GeneratedDir ModelDirViolation(std::string_view rule, Rng& rng);
+// FILE (a valid single-file safetensors model and its side files, as
+// GptqValid, BnbValid or SafetensorsValid make it) as a directory that must
+// check and decode exactly like it: cut into 1..4 shards at tensor
+// boundaries of its (begin, end, name) order (one shard sometimes without an
+// index), __metadata__ in every shard or spread over them, the side files
+// as the configs of the same priority and kind (plain ones among
+// model.quantize_config.json, quantize_config.json, quant_config.json in that
+// order; config.json nested). A file the container refuses is put in alone.
+GeneratedDir ShardModel(const Generated& file, Rng& rng);
+// The same with the cuts given: each is the index of the first tensor of a
+// new shard in that order (out of range and repeated ones are ignored).
+GeneratedDir ShardModelAt(const Generated& file, const std::vector<std::size_t>& cuts, Rng& rng);
+
 // Parameters of one RBQ file, exposed so fuzz targets can build from input.
 struct RbqFileParams {
   int bits = 4;

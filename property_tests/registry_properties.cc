@@ -26,6 +26,7 @@
 
 #include "harness/differ.h"
 #include "harness/registry.h"
+#include "property_tests/gen/outcome_text.h"
 #include "property_tests/gen/rc_gen.h"
 
 namespace {
@@ -55,17 +56,8 @@ const std::map<std::string, std::string>& Severities() {
   return severities;
 }
 
-std::string Findings(const qd::Outcome& o) {
-  std::string s = o.refused ? "refused" : "accepted";
-  for (const qd::Finding& f : o.findings) s += " | " + qd::harness::Describe(f);
-  return s;
-}
-
-int ErrorCount(const qd::Outcome& o) {
-  int n = 0;
-  for (const qd::Finding& f : o.findings) n += f.severity == qd::Severity::kError;
-  return n;
-}
+using qdtest::ErrorCount;
+using qdtest::Findings;
 
 // "" when the outcome is what the rule's severity requires.
 std::string Verdict(const qd::Outcome& o, const std::string& rule, bool is_warning) {

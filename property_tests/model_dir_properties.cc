@@ -1,0 +1,271 @@
+// model_dir_properties.cc: the model-directory generators (generators/model_dir*.cc)
+// against the directory readers (docs/model_dir.md).
+//
+//  * Every ModelDirViolation(rule) is refused with exactly that rule as its
+//    one error, last, in the file, field and byte offset the contract's
+//    section 3 gives the rule (50 seeds per rule).
+//  * ModelDirValid is accepted, check and decode agreeing.
+//  * A valid GPTQ, bitsandbytes or plain safetensors file cut into shards at
+//    any tensor boundaries checks and decodes exactly like the file alone
+//    with the same configs (the registry's codec reading of the file): the
+//    same verdict and findings apart from `file`, the same decoded tensors
+//    by name, bit for bit; the index's total_size convention is the one the
+//    test computes from the written files.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <cctype>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "codecs/model_dir.h"
+#include "generators/generators.h"
+#include "harness/differ.h"
+#include "harness/registry.h"
+#include "property_tests/gen/outcome_text.h"
+
+namespace {
+
+constexpr char kDir[] = "models/m";
+constexpr char kIndex[] = "model.safetensors.index.json";
+constexpr int kSeedsPerRule = 50;
+
+using qdtest::ErrorCount;
+using qdtest::Findings;
+
+// docs/model_dir.md 3: where each rule's finding points. file: "dir" (the
+// directory as given), "index" (prefix + the index), "shard" (prefix + a
+// .safetensors name).
+struct Place {
+  const char* file;
+  const char* field;
+  std::int64_t byte_offset;
+};
+const std::map<std::string, Place>& Places() {
+  static const std::map<std::string, Place> places = {
+      {"IDX-001", {"dir", "weight_set", -1}},   {"IDX-002", {"dir", "weight_set", -1}},
+      {"IDX-003", {"index", "weight_map", -1}},  // or metadata: checked below
+      {"IDX-004", {"index", "weight_map", -1}}, {"IDX-005", {"shard", "weight_map", -1}},
+      {"IDX-006", {"shard", "weight_map", -1}}, {"IDX-007", {"shard", "weight_map", 8}},
+      {"IDX-008", {"shard", "weight_map", 8}},  {"IDX-009", {"shard", "weight_map", 8}},
+      {"IDX-010", {"shard", "weight_map", 8}},  {"IDX-011", {"index", "total_size", -1}},
+      {"IDX-012", {"shard", "__metadata__", 8}}, {"IDX-013", {"shard", "dtype", 8}},
+  };
+  return places;
+}
+
+// "" when o refuses with exactly `rule`, placed as section 3 says.
+std::string RefusedWith(const qd::Outcome& o, const std::string& rule) {
+  if (!o.refused || ErrorCount(o) != 1 || o.findings.back().severity != qd::Severity::kError ||
+      o.findings.back().rule != rule) {
+    return "should refuse with exactly " + rule + ": " + Findings(o);
+  }
+  const qd::Finding& f = o.findings.back();
+  const Place& p = Places().at(rule);
+  const std::string prefix = std::string(kDir) + "/";
+  bool file_ok = p.file == std::string("dir")     ? f.file == kDir
+                 : p.file == std::string("index") ? f.file == prefix + kIndex
+                                                  : f.file.rfind(prefix, 0) == 0 &&
+                                                        f.file.size() > prefix.size() &&
+                                                        f.file.find(".safetensors") != std::string::npos;
+  const bool field_ok = f.field == p.field || (rule == "IDX-003" && f.field == "metadata");
+  if (!file_ok || !field_ok || f.byte_offset != p.byte_offset) {
+    return rule + " placed wrong: " + qd::harness::Describe(f);
+  }
+  return "";
+}
+
+class ModelDirViolation : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ModelDirViolation, RefusedWithThatRule) {
+  const std::string& rule = GetParam();
+  for (int seed = 0; seed < kSeedsPerRule; ++seed) {
+    qd::gen::Rng rng(seed);
+    const qd::gen::GeneratedDir g = qd::gen::ModelDirViolation(rule, rng);
+    ASSERT_EQ(g.expected_rule, rule);
+    const qd::ModelDirListing listing = g.Listing(kDir);
+    qd::codec::ModelDirRead read;
+    const qd::Outcome check = qd::codec::CheckModelDir(listing, &read);
+    const qd::Outcome decode = qd::codec::DecodeModelDir(listing);
+    EXPECT_EQ(RefusedWith(check, rule), "") << "seed " << seed << ": " << g.description;
+    EXPECT_EQ(Findings(check), Findings(decode)) << "seed " << seed << ": check and decode differ";
+    EXPECT_FALSE(read.unsupported) << read.unsupported_why;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryIdxRule, ModelDirViolation,
+                         ::testing::ValuesIn(qd::gen::ModelDirViolableRules()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name;
+                         });
+
+TEST(ModelDirProperties, EveryIdxRuleOfTheCatalogueIsGenerated) {
+  std::vector<std::string> expected;
+  for (int i = 1; i <= 13; ++i) expected.push_back((i < 10 ? "IDX-00" : "IDX-0") + std::to_string(i));
+  EXPECT_EQ(qd::gen::ModelDirViolableRules(), expected);
+}
+
+TEST(ModelDirProperties, ValidDirectoriesAreAccepted) {
+  for (int seed = 0; seed < 40; ++seed) {
+    qd::gen::Rng rng(seed);
+    const qd::gen::GeneratedDir g = qd::gen::ModelDirValid(rng);
+    ASSERT_EQ(g.expected_rule, "");
+    const qd::ModelDirListing listing = g.Listing(kDir);
+    qd::codec::ModelDirRead read;
+    const qd::Outcome check = qd::codec::CheckModelDir(listing, &read);
+    const qd::Outcome decode = qd::codec::DecodeModelDir(listing);
+    EXPECT_FALSE(check.refused) << "seed " << seed << ": " << g.description << ": " << Findings(check);
+    EXPECT_EQ(ErrorCount(check), 0);
+    EXPECT_EQ(Findings(check), Findings(decode)) << "seed " << seed;
+    EXPECT_FALSE(read.unsupported) << read.unsupported_why;
+  }
+}
+
+// ---- a model and its shards ------------------------------------------------------
+
+// Where tensor `name`'s data starts in a safetensors file (8 + N + begin,
+// read from the header here), or -1.
+std::int64_t DataStart(const std::vector<std::uint8_t>& file, const std::string& name) {
+  if (file.size() < 8) return -1;
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = n * 256 + file[i];
+  if (n > file.size() - 8) return -1;
+  const auto header = nlohmann::json::parse(file.begin() + 8, file.begin() + 8 + static_cast<std::ptrdiff_t>(n),
+                                            nullptr, /*allow_exceptions=*/false);
+  if (!header.is_object() || !header.contains(name)) return -1;
+  return static_cast<std::int64_t>(8 + n + header[name]["data_offsets"][0].get<std::uint64_t>());
+}
+
+// A finding with `file` dropped and a byte offset inside its tensor's data
+// made relative to where that data starts in its own file (a shard's
+// tensors sit elsewhere than the model file's).
+using FileOf = std::function<const std::vector<std::uint8_t>*(const std::string&)>;
+qd::Finding Comparable(qd::Finding f, const FileOf& file_of) {
+  const std::vector<std::uint8_t>* bytes = file_of(f.file);
+  const std::int64_t start = bytes != nullptr && !f.tensor.empty() ? DataStart(*bytes, f.tensor) : -1;
+  if (start >= 0 && f.byte_offset >= start) f.field += " @data+" + std::to_string(f.byte_offset - start);
+  if (start >= 0 && f.byte_offset >= start) f.byte_offset = 0;
+  f.file = "";
+  return f;
+}
+
+// The findings of a directory and of the file alone compared field by field
+// but `file` (a shard's or a config's path here, the file's name there).
+std::string SameFindings(const qd::Outcome& dir, const FileOf& dir_file, const qd::Outcome& file,
+                         const FileOf& file_file) {
+  if (dir.refused != file.refused || dir.findings.size() != file.findings.size()) {
+    return "directory: " + Findings(dir) + "\n  file: " + Findings(file);
+  }
+  for (std::size_t i = 0; i < dir.findings.size(); ++i) {
+    const qd::Finding a = Comparable(dir.findings[i], dir_file);
+    const qd::Finding b = Comparable(file.findings[i], file_file);
+    if (qd::harness::Describe(a) != qd::harness::Describe(b)) {
+      return "finding " + std::to_string(i) + ": " + qd::harness::Describe(dir.findings[i]) +
+             " vs " + qd::harness::Describe(file.findings[i]);
+    }
+  }
+  return "";
+}
+
+// The decoded tensors by name (a sharded GPTQ model decodes in (shard,
+// begin, end, name) order), bit for bit.
+std::string SameTensors(const qd::Outcome& dir, const qd::Outcome& file) {
+  std::map<std::string, const qd::DecodedTensor*> by_name;
+  for (const qd::DecodedTensor& t : file.tensors) by_name[t.name] = &t;
+  if (dir.tensors.size() != file.tensors.size() || by_name.size() != file.tensors.size()) {
+    return std::to_string(dir.tensors.size()) + " tensors from the directory, " +
+           std::to_string(file.tensors.size()) + " from the file";
+  }
+  for (const qd::DecodedTensor& t : dir.tensors) {
+    const auto it = by_name.find(t.name);
+    if (it == by_name.end()) return "tensor " + t.name + " is not decoded from the file";
+    const qd::DecodedTensor& u = *it->second;
+    if (t.shape != u.shape || t.values.size() != u.values.size() ||
+        std::memcmp(t.values.data(), u.values.data(), t.values.size() * sizeof(float)) != 0) {
+      return "tensor " + t.name + " differs";
+    }
+  }
+  return "";
+}
+
+// docs/model_dir.md 3 step 8, from the written files: "file bytes" when
+// total_size is the sum of the shard files' sizes, else (an accepted
+// directory) "tensor bytes"; "" without an index or total_size.
+std::string ExpectedConvention(const qd::gen::GeneratedDir& g) {
+  std::map<std::string, std::size_t> sizes;
+  const qd::gen::GeneratedDirFile* index = nullptr;
+  for (const auto& f : g.files) {
+    sizes[f.name] = f.bytes.size();
+    if (f.name == kIndex) index = &f;
+  }
+  if (index == nullptr) return "";
+  const auto j = nlohmann::json::parse(index->bytes.begin(), index->bytes.end());
+  if (!j.contains("metadata") || !j["metadata"].contains("total_size")) return "";
+  std::map<std::string, bool> shards;
+  for (const auto& [tensor, shard] : j["weight_map"].items()) shards[shard.get<std::string>()] = true;
+  std::uint64_t file_bytes = 0;
+  for (const auto& [shard, unused] : shards) file_bytes += sizes[shard];
+  return j["metadata"]["total_size"].get<std::uint64_t>() == file_bytes ? "file bytes" : "tensor bytes";
+}
+
+// One model of each kind, its registry reading and the sharded reading.
+void ShardsReadLikeTheFile(qd::gen::Generated (*make)(qd::gen::Rng&), std::string_view format) {
+  const auto seed = *rc::gen::arbitrary<std::uint64_t>();
+  // Cut points: tensor indexes in the file's data order; out of range ones
+  // are ignored, so any boundary and any count of shards is reached.
+  const auto cuts = *rc::gen::container<std::vector<std::size_t>>(rc::gen::inRange<std::size_t>(0, 14));
+  qd::gen::Rng rng(seed);
+  const qd::gen::Generated model = make(rng);
+  const qd::ByteView view{model.bytes.data(), model.bytes.size()};
+  const qd::harness::FormatEntry& entry = qd::harness::DetectFormat(view);
+  RC_ASSERT(entry.name == format);
+  const qd::Outcome file = entry.codec_read(view, "model.safetensors", model.side_files);
+
+  const qd::gen::GeneratedDir dir = qd::gen::ShardModelAt(model, cuts, rng);
+  const qd::ModelDirListing listing = dir.Listing(kDir);
+  qd::codec::ModelDirRead read;
+  const qd::Outcome decoded = qd::codec::DecodeModelDir(listing, &read);
+  const qd::Outcome checked = qd::codec::CheckModelDir(listing);
+  const std::string context = model.description + " / " + dir.description + " (seed " +
+                              std::to_string(seed) + ")";
+  RC_ASSERT_FALSE(file.refused);
+  const FileOf in_dir = [&](const std::string& path) -> const std::vector<std::uint8_t>* {
+    for (const auto& f : dir.files) {
+      if (listing.prefix + f.name == path) return &f.bytes;
+    }
+    return nullptr;
+  };
+  const FileOf alone = [&](const std::string& path) {
+    return path == "model.safetensors" ? &model.bytes : nullptr;
+  };
+  const std::string findings = SameFindings(decoded, in_dir, file, alone);
+  if (!findings.empty()) RC_FAIL(context + ": " + findings);
+  const std::string tensors = SameTensors(decoded, file);
+  if (!tensors.empty()) RC_FAIL(context + ": " + tensors);
+  RC_ASSERT(read.format == format);
+  RC_ASSERT(read.total_size_convention == ExpectedConvention(dir));
+  RC_ASSERT(Findings(checked) == Findings(decoded));
+}
+
+RC_GTEST_PROP(ModelDirProperties, ShardedGptqReadsLikeTheFile, ()) {
+  ShardsReadLikeTheFile(qd::gen::GptqValid, "gptq");
+}
+
+RC_GTEST_PROP(ModelDirProperties, ShardedBnbReadsLikeTheFile, ()) {
+  ShardsReadLikeTheFile(qd::gen::BnbValid, "bnb");
+}
+
+RC_GTEST_PROP(ModelDirProperties, ShardedSafetensorsReadsLikeTheFile, ()) {
+  ShardsReadLikeTheFile(qd::gen::SafetensorsValid, "safetensors");
+}
+
+}  // namespace
