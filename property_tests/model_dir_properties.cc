@@ -1,5 +1,7 @@
 // model_dir_properties.cc: the model-directory generators (generators/model_dir*.cc)
-// against the directory readers (docs/model_dir.md).
+// against the directory readers (docs/model_dir.md): the codec's
+// (codecs/model_dir.h) and, where it is in the tree, the oracle's
+// (oracles/model_dir.h), which must agree with it throughout.
 //
 //  * Every ModelDirViolation(rule) is refused with exactly that rule as its
 //    one error, last, in the file, field and byte offset the contract's
@@ -7,10 +9,12 @@
 //  * ModelDirValid is accepted, check and decode agreeing.
 //  * A valid GPTQ, bitsandbytes or plain safetensors file cut into shards at
 //    any tensor boundaries checks and decodes exactly like the file alone
-//    with the same configs (the registry's codec reading of the file): the
-//    same verdict and findings apart from `file`, the same decoded tensors
-//    by name, bit for bit; the index's total_size convention is the one the
-//    test computes from the written files.
+//    with the same configs (the registry's reading of the file, codec with
+//    codec and oracle with oracle): the same verdict and findings apart from
+//    `file` and the message, byte offsets in tensor data taken from where
+//    the data starts, the same decoded tensors by name, bit for bit; the
+//    index's total_size convention is the one the test computes from the
+//    written files. The same for GPTQ, bitsandbytes and container violations.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
@@ -28,6 +32,15 @@
 #include "harness/differ.h"
 #include "harness/registry.h"
 #include "property_tests/gen/outcome_text.h"
+
+// The oracle's directory reader (oracles/model_dir.h) is compared with the
+// codec's wherever it is in the tree.
+#if __has_include("oracles/model_dir.h")
+#include "oracles/model_dir.h"
+#define QD_HAVE_ORACLE_MODEL_DIR 1
+#else
+#define QD_HAVE_ORACLE_MODEL_DIR 0
+#endif
 
 namespace {
 
@@ -80,6 +93,25 @@ std::string RefusedWith(const qd::Outcome& o, const std::string& rule) {
   return "";
 }
 
+// The oracle's reading of the same listing (oracles/model_dir.h) against
+// the codec's: no divergence (verdict, every finding, every decoded value),
+// the same format and total_size convention. "" when they agree.
+std::string OracleAgrees(const qd::ModelDirListing& listing, const qd::Outcome& codec,
+                         const qd::codec::ModelDirRead& codec_read) {
+#if QD_HAVE_ORACLE_MODEL_DIR
+  qd::oracle::ModelDirRead read;
+  const qd::Outcome oracle = qd::oracle::ReadModelDir(listing, &read);
+  if (auto d = qd::harness::Compare(codec, oracle, "model_dir")) return d->signature + ": " + d->detail;
+  if (read.format != codec_read.format || read.total_size_convention != codec_read.total_size_convention) {
+    return "format / total_size: codec " + codec_read.format + " / " + codec_read.total_size_convention +
+           ", oracle " + read.format + " / " + read.total_size_convention;
+  }
+#else
+  (void)listing, (void)codec, (void)codec_read;
+#endif
+  return "";
+}
+
 class ModelDirViolation : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ModelDirViolation, RefusedWithThatRule) {
@@ -95,6 +127,7 @@ TEST_P(ModelDirViolation, RefusedWithThatRule) {
     EXPECT_EQ(RefusedWith(check, rule), "") << "seed " << seed << ": " << g.description;
     EXPECT_EQ(Findings(check), Findings(decode)) << "seed " << seed << ": check and decode differ";
     EXPECT_FALSE(read.unsupported) << read.unsupported_why;
+    EXPECT_EQ(OracleAgrees(listing, decode, read), "") << "seed " << seed << ": " << g.description;
   }
 }
 
@@ -114,6 +147,37 @@ TEST(ModelDirProperties, EveryIdxRuleOfTheCatalogueIsGenerated) {
   EXPECT_EQ(qd::gen::ModelDirViolableRules(), expected);
 }
 
+// docs/model_dir.md 3 step 8, from the written files: "file bytes" when
+// total_size is the sum of the shard files' sizes, else (an accepted
+// directory) "tensor bytes"; "" without an index or total_size.
+std::string ExpectedConvention(const qd::gen::GeneratedDir& g) {
+  std::map<std::string, std::size_t> sizes;
+  const qd::gen::GeneratedDirFile* index = nullptr;
+  for (const auto& f : g.files) {
+    sizes[f.name] = f.bytes.size();
+    if (f.name == kIndex) index = &f;
+  }
+  if (index == nullptr) return "";
+  const auto j = nlohmann::json::parse(index->bytes.begin(), index->bytes.end());
+  if (!j.contains("metadata") || !j["metadata"].contains("total_size")) return "";
+  std::map<std::string, bool> shards;
+  for (const auto& [tensor, shard] : j["weight_map"].items()) shards[shard.get<std::string>()] = true;
+  std::uint64_t file_bytes = 0;
+  for (const auto& [shard, unused] : shards) file_bytes += sizes[shard];
+  return j["metadata"]["total_size"].get<std::uint64_t>() == file_bytes ? "file bytes" : "tensor bytes";
+}
+
+// The weight files a valid directory's reader reads: its regular
+// *.safetensors entries (the shards, or the one file) or pytorch_model.bin.
+std::size_t WeightFiles(const qd::gen::GeneratedDir& g) {
+  std::size_t n = 0;
+  for (const auto& f : g.files) {
+    const bool safetensors = f.name.size() > 12 && f.name.substr(f.name.size() - 12) == ".safetensors";
+    n += f.kind == qd::DirEntryKind::kRegular && (safetensors || f.name == "pytorch_model.bin");
+  }
+  return n;
+}
+
 TEST(ModelDirProperties, ValidDirectoriesAreAccepted) {
   for (int seed = 0; seed < 40; ++seed) {
     qd::gen::Rng rng(seed);
@@ -125,8 +189,11 @@ TEST(ModelDirProperties, ValidDirectoriesAreAccepted) {
     const qd::Outcome decode = qd::codec::DecodeModelDir(listing);
     EXPECT_FALSE(check.refused) << "seed " << seed << ": " << g.description << ": " << Findings(check);
     EXPECT_EQ(ErrorCount(check), 0);
+    EXPECT_EQ(read.shards, WeightFiles(g)) << "seed " << seed << ": " << g.description;
+    EXPECT_EQ(read.total_size_convention, ExpectedConvention(g)) << "seed " << seed;
     EXPECT_EQ(Findings(check), Findings(decode)) << "seed " << seed;
     EXPECT_FALSE(read.unsupported) << read.unsupported_why;
+    EXPECT_EQ(OracleAgrees(listing, decode, read), "") << "seed " << seed << ": " << g.description;
   }
 }
 
@@ -200,26 +267,6 @@ std::string SameTensors(const qd::Outcome& dir, const qd::Outcome& file) {
   return "";
 }
 
-// docs/model_dir.md 3 step 8, from the written files: "file bytes" when
-// total_size is the sum of the shard files' sizes, else (an accepted
-// directory) "tensor bytes"; "" without an index or total_size.
-std::string ExpectedConvention(const qd::gen::GeneratedDir& g) {
-  std::map<std::string, std::size_t> sizes;
-  const qd::gen::GeneratedDirFile* index = nullptr;
-  for (const auto& f : g.files) {
-    sizes[f.name] = f.bytes.size();
-    if (f.name == kIndex) index = &f;
-  }
-  if (index == nullptr) return "";
-  const auto j = nlohmann::json::parse(index->bytes.begin(), index->bytes.end());
-  if (!j.contains("metadata") || !j["metadata"].contains("total_size")) return "";
-  std::map<std::string, bool> shards;
-  for (const auto& [tensor, shard] : j["weight_map"].items()) shards[shard.get<std::string>()] = true;
-  std::uint64_t file_bytes = 0;
-  for (const auto& [shard, unused] : shards) file_bytes += sizes[shard];
-  return j["metadata"]["total_size"].get<std::uint64_t>() == file_bytes ? "file bytes" : "tensor bytes";
-}
-
 // MODEL as the registry reads it (its detected format's codec reading, the
 // side files as configs) and cut into shards: the same verdict and findings,
 // the same decoded tensors, the format and total_size convention read.
@@ -254,6 +301,16 @@ void ShardsReadLikeTheFile(const qd::gen::Generated& model, std::uint64_t seed, 
   if (!file.refused) RC_ASSERT(read.format == entry.name);
   RC_ASSERT(read.total_size_convention == ExpectedConvention(dir));
   RC_ASSERT(Findings(checked) == Findings(decoded));
+#if QD_HAVE_ORACLE_MODEL_DIR
+  // The oracle's directory reading against the oracle's reading of the file.
+  const qd::harness::FormatEntry& oracle_entry = qd::harness::OracleDetectFormat(view);
+  const qd::Outcome oracle_file = oracle_entry.oracle_read(view, "model.safetensors", model.side_files);
+  const qd::Outcome oracle_dir = qd::oracle::ReadModelDir(listing);
+  const std::string oracle_findings = SameFindings(oracle_dir, in_dir, oracle_file, alone);
+  if (!oracle_findings.empty()) RC_FAIL(context + ": oracle: " + oracle_findings);
+  const std::string oracle_tensors = SameTensors(oracle_dir, oracle_file);
+  if (!oracle_tensors.empty()) RC_FAIL(context + ": oracle: " + oracle_tensors);
+#endif
 }
 
 void ValidShardsReadLikeTheFile(qd::gen::Generated (*make)(qd::gen::Rng&), std::string_view format) {
