@@ -46,8 +46,9 @@ std::string BaseName(const std::string& path) {
 // docs/model_dir.md 2: the directory's configs are found by name in
 // docs/gptq.md 1's priority order, and only config.json is read nested. So
 // the model's sources keep their order and kind: plain ones get an ordered
-// choice of the plain names, a nested one (last, as GptqValid puts it)
-// config.json.
+// choice of the plain names, a nested one config.json (GptqValid and
+// GptqViolation put it last; a second nested source has no name left and
+// is left out, as is a fourth plain one).
 std::vector<GeneratedDirFile> ConfigFiles(const std::vector<qd::SideFile>& sources, Rng& rng) {
   static const char* const kPlain[] = {"model.quantize_config.json", "quantize_config.json",
                                        "quant_config.json"};
@@ -58,9 +59,11 @@ std::vector<GeneratedDirFile> ConfigFiles(const std::vector<qd::SideFile>& sourc
   while (names.size() > std::max<std::size_t>(plain, 1)) names.erase(names.begin() + Pick(rng, names.size()));
   std::vector<GeneratedDirFile> files;
   std::size_t next = 0;
+  bool nested_taken = false;
   for (const qd::SideFile& s : sources) {
     const bool nested = BaseName(s.name) == "config.json";
-    if (!nested && next == names.size()) continue;  // more plain sources than names
+    if (nested ? nested_taken : next == names.size()) continue;
+    nested_taken = nested_taken || nested;
     files.push_back({nested ? std::string("config.json") : std::string(names[next++]),
                      qd::DirEntryKind::kRegular, s.bytes});
   }
