@@ -13,8 +13,9 @@
 //            is in the outcome with its shape and float bits; StreamModelDir
 //            gives the same findings.
 //   reject   ReadModelDir refuses with the rule the manifest's reason and
-//            rule_hint point at, naming the file the contract gives
-//            (table kRejects below, each row checked against the manifest).
+//            rule_hint point at, naming the file, tensor, field and
+//            byte_offset the contract gives (table kRejects below, each
+//            row's directory and `file` checked against the manifest).
 //   sharded  broken-c's shards with broken-i's index (the two directories
 //            differ in exactly those bytes: the index's total_size and the
 //            37 trailing bytes) are the consistent sharded 3-bit model they
@@ -131,22 +132,27 @@ struct Reject {
   const char* file;           // the finding's file, relative to the directory
   const char* manifest_file;  // the manifest's `file`
   const char* field;
+  const char* tensor;
+  std::int64_t byte_offset;
 };
 constexpr Reject kRejects[] = {
     // metadata.total_size 1058816 is neither the tensor bytes (1083392) nor
     // the file bytes: IDX-011 on the index.
     {"broken-c-index-total-size", "IDX-011", "model.safetensors.index.json",
-     "model.safetensors.index.json", "total_size"},
+     "model.safetensors.index.json", "total_size", "", -1},
     // config.json says 4 bits, the qweights are 3-bit: GPTQ-002 on the first
-    // layer's qweight in anchor order, which the first shard holds.
+    // layer's qweight in anchor order, a header fact of the first shard,
+    // whose data opens with layer 0's down_proj (g_idx at [0, 2048), qweight
+    // at [2048, 51200) in its header).
     {"broken-e-bits-mismatch", "GPTQ-002", "model-00001-of-00002.safetensors", "config.json",
-     "shape"},
+     "shape", "model.layers.0.mlp.down_proj.qweight", 8},
     // quantize_config.json (the winner) and config.json disagree on group_size.
     {"broken-f-group-size-disagree", "CFG-010", "quantize_config.json", "quantize_config.json",
-     "group_size"},
-    // 37 bytes after the last tensor of the first shard.
+     "group_size", "", -1},
+    // 37 bytes after the last tensor of the first shard; the manifest: header
+    // and data end at 544624, the first trailing byte.
     {"broken-i-trailing-bytes", "ST-012", "model-00001-of-00002.safetensors",
-     "model-00001-of-00002.safetensors", "data"},
+     "model-00001-of-00002.safetensors", "data", "", 544624},
 };
 
 const Reject* FindReject(const std::string& name) {
@@ -202,6 +208,8 @@ TEST_P(ModelDirPeer, GivesTheManifestVerdict) {
   EXPECT_EQ(f.rule, reject->rule) << Describe(outcome);
   EXPECT_EQ(f.file, dir + "/" + reject->file) << Describe(outcome);
   EXPECT_EQ(f.field, reject->field) << Describe(outcome);
+  EXPECT_EQ(f.tensor, reject->tensor) << Describe(outcome);
+  EXPECT_EQ(f.byte_offset, reject->byte_offset) << Describe(outcome);
   EXPECT_TRUE(streamed.empty());
 }
 
@@ -218,36 +226,6 @@ TEST(ModelDirPeerTables, EveryRejectRowIsAManifestDirectory) {
     EXPECT_NE(Entry(reject.name), kNoNode) << reject.name;
     EXPECT_EQ(StringMember(Manifest().document, Entry(reject.name), "verdict"), "reject");
   }
-}
-
-// The specific findings of the refusals beyond rule, file and field.
-TEST(ModelDirPeerFindings, BrokenCNamesTheIndexWithNoOffset) {
-  HeldListing held;
-  ListDirectory(kModelsDir + "/broken-c-index-total-size", &held);
-  const qd::Outcome outcome = ReadModelDir(held.listing);
-  ASSERT_TRUE(outcome.refused);
-  EXPECT_EQ(outcome.findings.back().tensor, "");
-  EXPECT_EQ(outcome.findings.back().byte_offset, -1);
-}
-
-TEST(ModelDirPeerFindings, BrokenEIsTheFirstShardsFirstQweight) {
-  HeldListing held;
-  ListDirectory(kModelsDir + "/broken-e-bits-mismatch", &held);
-  const qd::Outcome outcome = ReadModelDir(held.listing);
-  ASSERT_TRUE(outcome.refused);
-  // Shard 1 holds layer 0's down_proj first in data order (its g_idx at 0,
-  // its qweight at 2048: the header read by the test above).
-  EXPECT_EQ(outcome.findings.back().tensor, "model.layers.0.mlp.down_proj.qweight");
-  EXPECT_EQ(outcome.findings.back().byte_offset, 8);
-}
-
-TEST(ModelDirPeerFindings, BrokenIPointsAtTheFirstTrailingByte) {
-  HeldListing held;
-  ListDirectory(kModelsDir + "/broken-i-trailing-bytes", &held);
-  const qd::Outcome outcome = ReadModelDir(held.listing);
-  ASSERT_TRUE(outcome.refused);
-  // The manifest: header + data end at 544624, the file is 544661 bytes.
-  EXPECT_EQ(outcome.findings.back().byte_offset, 544624);
 }
 
 // broken-c's shards (no trailing bytes) with broken-i's index (the right
