@@ -1363,8 +1363,9 @@ bool IsBnbFile(qd::ByteView file) {
   qd::Outcome container_findings;
   Container container;
   if (!CheckContainer(file, "", &container_findings, &container)) return false;
-  const BnbTable table = BnbTableFromContainer(file, container);
-  return !FindLayers(table, IndexOf(table)).empty();
+  return HasBnbLayer(BnbTableFromContainer(file, container));
 }
+
+bool HasBnbLayer(const BnbTable& table) { return !FindLayers(table, IndexOf(table)).empty(); }
 
 }  // namespace qd::oracle

@@ -150,6 +150,11 @@ BnbTable BnbTableFromContainer(qd::ByteView file, const Container& container);
 // tensor's bytes and byte offsets are its shard's.
 BnbTable BnbTableFromMerged(const MergedTable& merged);
 
+// Detection over a table: at least one layer of the "Layers" table or a
+// list-layout state (the table of a .pt file or of a model directory's
+// merged shards, docs/model_dir.md 4).
+bool HasBnbLayer(const BnbTable& table);
+
 // Runs docs/bnb.md (and docs/pt.md 7.4 for list states) over a table.
 // Returns false, with nothing appended, when the table holds no
 // bitsandbytes layer. Otherwise appends the findings to outcome (the layers

@@ -185,7 +185,8 @@ TEST_P(ModelDirPeer, GivesTheManifestVerdict) {
 
   if (verdict == "accept") {
     ASSERT_FALSE(outcome.refused) << Describe(outcome);
-    EXPECT_EQ(facts.format, StringMember(d, entry, "family").substr(0, 3) == "bnb" ? "bnb" : "gptq");
+    EXPECT_EQ(facts.format,
+              StringMember(d, entry, "family").substr(0, 3) == "bnb" ? "bnb" : "gptq");
     const std::uint32_t expected_entry = d.FindMember(entry, "expected");
     const std::string expected_path = kModelsDir + "/" + StringMember(d, expected_entry, "path");
     const Bytes expected_bytes = ReadBytes(expected_path);
@@ -195,7 +196,8 @@ TEST_P(ModelDirPeer, GivesTheManifestVerdict) {
     EXPECT_EQ(FirstTensorNotHeld(outcome, expected.tensors), "");
     // The stream holds the same tensors in the same order.
     ASSERT_EQ(streamed.size(), outcome.tensors.size());
-    for (std::size_t i = 0; i < streamed.size(); ++i) EXPECT_EQ(streamed[i].name, outcome.tensors[i].name);
+    for (std::size_t i = 0; i < streamed.size(); ++i)
+      EXPECT_EQ(streamed[i].name, outcome.tensors[i].name);
     EXPECT_EQ(FirstTensorNotHeld(outcome, streamed), "");
     return;
   }
@@ -215,7 +217,8 @@ TEST_P(ModelDirPeer, GivesTheManifestVerdict) {
 
 std::string TestName(const ::testing::TestParamInfo<std::string>& info) {
   std::string name;
-  for (const char c : info.param) name += (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ? c : '_';
+  for (const char c : info.param)
+    name += (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ? c : '_';
   return name;
 }
 

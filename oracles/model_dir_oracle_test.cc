@@ -22,6 +22,7 @@
 #include "oracles/gptq.h"
 #include "oracles/model_dir.h"
 #include "oracles/peer_test_support.h"
+#include "oracles/pt_test_support.h"
 #include "oracles/rbq.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
@@ -137,7 +138,9 @@ Spec TensorA() { return {"a", "F32", {2}, F32s({1.0f, 2.0f})}; }
 Spec TensorB() { return {"b", "F32", {1}, F32s({3.0f})}; }
 Spec TensorC() { return {"c", "F16", {2}, Words({0x3C00, 0xC000}, 2)}; }  // 1.0, -2.0
 
-std::map<std::string, std::string> BaseMap() { return {{"a", kShard1}, {"b", kShard1}, {"c", kShard2}}; }
+std::map<std::string, std::string> BaseMap() {
+  return {{"a", kShard1}, {"b", kShard1}, {"c", kShard2}};
+}
 
 Dir BaseDir() {
   Dir d;
@@ -198,7 +201,8 @@ TEST(ModelDirOracle, StreamGivesWhatReadGives) {
   EXPECT_EQ(Describe(stream), Describe(read));
   EXPECT_TRUE(stream.tensors.empty());
   ASSERT_EQ(streamed.size(), read.tensors.size());
-  for (std::size_t i = 0; i < streamed.size(); ++i) EXPECT_EQ(streamed[i].name, read.tensors[i].name);
+  for (std::size_t i = 0; i < streamed.size(); ++i)
+    EXPECT_EQ(streamed[i].name, read.tensors[i].name);
   EXPECT_EQ(FirstTensorNotHeld(read, streamed), "");
 }
 
@@ -272,7 +276,8 @@ TEST(ModelDirOracle, Idx003IndexIsNotStrictJsonOrHasNoWeightMap) {
 
 TEST(ModelDirOracle, Idx004ShardNamesThatEscape) {
   // c (the first tensor in byte order mapped to the bad name) is named.
-  for (const std::string bad : {"../" + kShard2, "/abs/" + kShard2, std::string(".."), std::string("")}) {
+  for (const std::string& bad :
+       {"../" + kShard2, "/abs/" + kShard2, std::string(".."), std::string("")}) {
     SCOPED_TRACE(bad);
     Dir d = BaseDir();
     std::map<std::string, std::string> map = BaseMap();
@@ -408,8 +413,8 @@ TEST(ModelDirOracle, Idx013ARbqTensorInAShardOfAnIndex) {
 // RBQ included.
 TEST(ModelDirOracle, ASingleWeightFileIsReadAsTheFileAlone) {
   Dir d;
-  d.files["model.safetensors"] =
-      Safetensors({Q4Tensor("q")}, "\"format\":\"rabbit-q4b32\",\"block\":\"32\",\"scale\":\"f16\"");
+  d.files["model.safetensors"] = Safetensors(
+      {Q4Tensor("q")}, "\"format\":\"rabbit-q4b32\",\"block\":\"32\",\"scale\":\"f16\"");
   d.files["config.json"] = Text("{}");
   ModelDirFacts facts;
   const qd::Outcome outcome = Read(d, &facts);
@@ -433,7 +438,8 @@ TEST(ModelDirOracle, ASingleWeightFileIsReadAsTheFileAlone) {
 
 std::vector<Spec> LayerTensors() {
   std::vector<std::uint64_t> qweight, qzeros, scales, g_idx(32, 0);
-  for (std::uint64_t i = 0; i < 4 * 32; ++i) qweight.push_back((0x76543210u + i * 0x11111111u) & 0xFFFFFFFFu);
+  for (std::uint64_t i = 0; i < 4 * 32; ++i)
+    qweight.push_back((0x76543210u + i * 0x11111111u) & 0xFFFFFFFFu);
   for (std::uint64_t i = 0; i < 4; ++i) qzeros.push_back(0x33333333u + i);
   for (std::uint64_t n = 0; n < 32; ++n) scales.push_back(0x3C00 + 0x40 * n);  // 1.0, 1.0625, ...
   std::vector<float> bias;
@@ -464,7 +470,8 @@ Dir SplitLayerDir(std::vector<Spec> tensors) {
 TEST(ModelDirOracle, ALayerSplitAcrossTwoShardsDecodesAsTheSingleFileModel) {
   const Bytes single = Safetensors(LayerTensors());
   const qd::SideFile config{"d/quantize_config.json", Text(kGptqConfig)};
-  const qd::Outcome alone = ReadGptqFile({single.data(), single.size()}, "d/model.safetensors", {config});
+  const qd::Outcome alone =
+      ReadGptqFile({single.data(), single.size()}, "d/model.safetensors", {config});
   ASSERT_FALSE(alone.refused) << Describe(alone);
   ASSERT_EQ(alone.tensors.size(), 2u);  // l.weight and l.bias
 
@@ -528,6 +535,69 @@ TEST(ModelDirOracle, ConfigsAreTakenInPriorityOrderWithTheSetsStem) {
   Dir d = SplitLayerDir(LayerTensors());
   d.files["model.quantize_config.json"] = Text("{\"bits\":4,\"group_size\":-1}");
   ExpectRefused(Read(d), "CFG-010", "d/model.quantize_config.json", "", "group_size", -1);
+}
+
+// ---------------------------------------------------------------------------
+// Torch sets: pytorch_model-0000k-of-00002.bin with their .bin.index.json.
+// Each shard is a torch.save archive built by pt_test_support.h: a/data.pkl
+// first (its data at 30 + 10 = 40: ds of data.pkl, where a shard's
+// header-level facts point, docs/pt.md 6.4), a/data/0, a/version.
+
+const std::string kPtShard1 = "pytorch_model-00001-of-00002.bin";
+const std::string kPtShard2 = "pytorch_model-00002-of-00002.bin";
+const std::string kPtIndex = "pytorch_model.bin.index.json";
+
+// {NAME: F32 tensor of shape [count] over storage "0" holding VALUES}.
+Bytes PtShard(const std::string& name, const std::vector<float>& values) {
+  pt_test::Pkl p;
+  const std::int64_t count = static_cast<std::int64_t>(values.size());
+  p.proto()
+      .dict()
+      .mark()
+      .str(name)
+      .tensor("FloatStorage", "0", count, 0, {count}, {1})
+      .setitems()
+      .stop();
+  return pt_test::Zip(
+      {{"a/data.pkl", p.b}, {"a/data/0", pt_test::F32s(values)}, {"a/version", Text("3\n")}});
+}
+
+Dir TorchDir() {
+  Dir d;
+  d.files[kPtShard1] = PtShard("w", {1.5f, -2.0f, 3.0f});
+  d.files[kPtShard2] = PtShard("v", {0.25f});
+  d.files[kPtIndex] =
+      Text(IndexText({{"w", kPtShard1}, {"v", kPtShard2}}, "\"total_size\":16"));  // 12 + 4
+  d.files["config.json"] = Text("{}");
+  return d;
+}
+
+TEST(ModelDirOracle, ATorchSetDecodesItsShardsInShardOrder) {
+  ModelDirFacts facts;
+  const qd::Outcome outcome = Read(TorchDir(), &facts);
+  ASSERT_FALSE(outcome.refused) << Describe(outcome);
+  EXPECT_EQ(facts.format, "pt");
+  EXPECT_EQ(facts.total_size_convention, "tensor bytes");
+  ASSERT_EQ(outcome.tensors.size(), 2u);
+  EXPECT_EQ(outcome.tensors[0].name, "w");
+  EXPECT_EQ(outcome.tensors[0].values, (std::vector<float>{1.5f, -2.0f, 3.0f}));
+  EXPECT_EQ(outcome.tensors[1].name, "v");
+  EXPECT_EQ(outcome.tensors[1].values, (std::vector<float>{0.25f}));
+}
+
+TEST(ModelDirOracle, TorchSetsMeetTheIndexRulesWithTheirPickleOffset) {
+  Dir d = TorchDir();
+  d.files[kPtShard2] = PtShard("extra", {0.25f});
+  ExpectRefused(Read(d), "IDX-008", "d/" + kPtShard2, "extra", "weight_map", 40);
+  d = TorchDir();
+  d.files["pytorch_model-00003-of-00003.bin"] = PtShard("x", {1.0f});
+  ExpectRefused(Read(d), "IDX-006", "d/pytorch_model-00003-of-00003.bin", "", "weight_map", -1);
+  d = TorchDir();
+  d.files[kPtShard2] = Text("PK not a zip");
+  const qd::Outcome outcome = Read(d);
+  ASSERT_TRUE(outcome.refused);
+  EXPECT_EQ(outcome.findings.back().rule.substr(0, 3), "PT-") << Describe(outcome);
+  EXPECT_EQ(outcome.findings.back().file, "d/" + kPtShard2);
 }
 
 }  // namespace
