@@ -209,8 +209,11 @@ qd::Outcome StreamSingleFile(const qd::DirEntry& entry, const std::string& file_
     *format = "pt";
     return StreamPtFile(file, file_name, sink);
   }
-  *format = "safetensors";
-  return StreamSafetensors(file, file_name, sink);
+  // Claimed by none: the container alone. A file the container refuses is
+  // refused before any detection (README "Which format a file is").
+  qd::Outcome outcome = StreamSafetensors(file, file_name, sink);
+  *format = outcome.refused ? "" : "safetensors";
+  return outcome;
 }
 
 // ---------------------------------------------------------------------------
@@ -527,12 +530,11 @@ void StreamMergedTable(const qd::ModelDirListing& listing, const std::vector<Sha
 }
 
 // The merged table of torch shards (docs/model_dir.md 4 over docs/pt.md
-// 6.4): a bitsandbytes layer there is not read yet (refused, below);
+// 6.4): a bitsandbytes layer there is not read yet (unsupported, below);
 // otherwise docs/pt.md 6.3's output, in (shard rank, begin, end, name
 // bytes) order, each view read a chunk at a time through its layout.
-void StreamMergedPt(const qd::ModelDirListing& listing, const std::vector<PtShard>& shards,
-                    qd::Outcome* outcome, qd::TensorSink& sink, std::string* format) {
-  *format = "pt";
+void StreamMergedPt(const std::vector<PtShard>& shards, qd::TensorSink& sink, ModelDirRead* read) {
+  read->format = "pt";
   BnbTable merged;
   for (std::size_t rank = 0; rank < shards.size(); ++rank) {
     const PtShard& shard = shards[rank];
@@ -545,12 +547,14 @@ void StreamMergedPt(const qd::ModelDirListing& listing, const std::vector<PtShar
     merged.lists.insert(merged.lists.end(), table.lists.begin(), table.lists.end());
   }
   if (HasBnbLayer(merged)) {
-    // The merged .pt table has one header offset and one value graph per
-    // shard; docs/model_dir.md does not say which a finding takes yet. No
-    // rule is catalogued for this (the lead decides): refused with no rule
-    // ID rather than a borrowed one.
-    Refuse(outcome, "", listing.dir, "", "", kNoOffset,
-           "bitsandbytes layers in a sharded torch checkpoint are not read yet");
+    // The merged .pt table would have one header offset and one value
+    // graph per shard, and docs/model_dir.md does not say which a finding
+    // takes: not read yet, said as such (no verdict), as the codec says of
+    // every sharded torch set.
+    read->unsupported = true;
+    read->unsupported_why =
+        "bitsandbytes layers in a sharded torch checkpoint are not read yet; check its shards "
+        "one by one";
     return;
   }
   struct Source {
@@ -596,7 +600,7 @@ bool ReadPtShard(const std::string& file_name, PtShard* shard, qd::Outcome* outc
 // An index's set: docs/model_dir.md section 3 steps 2..11.
 void StreamIndexedSet(const qd::ModelDirListing& listing, const EntryMap& entries,
                       const WeightSet& set, const std::vector<qd::SideFile>& configs,
-                      qd::Outcome* outcome, qd::TensorSink& sink, ModelDirFacts* facts) {
+                      qd::Outcome* outcome, qd::TensorSink& sink, ModelDirRead* read) {
   Index index;
   index.file = listing.prefix + set.index->name;
   if (!ReadIndex(set.index->bytes, &index, outcome)) return;            // IDX-003
@@ -621,16 +625,17 @@ void StreamIndexedSet(const qd::ModelDirListing& listing, const EntryMap& entrie
     }
   }
   if (!CheckTensorsAgainstIndex(listing, index, tensors, outcome)) return;  // IDX-007..010
-  if (!CheckTotalSize(index, tensors, outcome, &facts->total_size_convention)) return;  // IDX-011
+  read->shards = tensors.size();
+  if (!CheckTotalSize(index, tensors, outcome, &read->total_size_convention)) return;  // IDX-011
   if (set.kind != kSafetensorsKind) {
     // A .pt file has no __metadata__ and no block dtype: IDX-012 and
     // IDX-013 cannot apply.
-    StreamMergedPt(listing, pt_shards, outcome, sink, &facts->format);
+    StreamMergedPt(pt_shards, sink, read);
     return;
   }
   if (!CheckMetadataAgrees(listing, shards, outcome)) return;  // IDX-012
   if (!CheckNoBlockTensors(listing, shards, outcome)) return;  // IDX-013
-  StreamMergedTable(listing, shards, configs, outcome, sink, &facts->format);
+  StreamMergedTable(listing, shards, configs, outcome, sink, &read->format);
 }
 
 }  // namespace
@@ -639,16 +644,17 @@ void StreamIndexedSet(const qd::ModelDirListing& listing, const EntryMap& entrie
 // Section 7: StreamModelDir, ReadModelDir.
 
 qd::Outcome StreamModelDir(const qd::ModelDirListing& listing, qd::TensorSink& sink,
-                           ModelDirFacts* facts) {
-  ModelDirFacts local;
-  ModelDirFacts* out = facts != nullptr ? facts : &local;
-  *out = ModelDirFacts();
+                           ModelDirRead* read) {
+  ModelDirRead local;
+  ModelDirRead* out = read != nullptr ? read : &local;
+  *out = ModelDirRead();
   qd::Outcome outcome;
   WeightSet set;
   if (!FindWeightSet(listing, &outcome, &set)) return outcome;  // IDX-001, IDX-002
   const EntryMap entries = MapEntries(listing);
   const std::vector<qd::SideFile> configs = FindConfigs(listing, entries, set.stem);
   if (set.index == nullptr) {
+    out->shards = 1;
     return StreamSingleFile(*set.single, listing.prefix + set.single->name, configs, sink,
                             &out->format);
   }
@@ -656,8 +662,8 @@ qd::Outcome StreamModelDir(const qd::ModelDirListing& listing, qd::TensorSink& s
   return outcome;
 }
 
-qd::Outcome ReadModelDir(const qd::ModelDirListing& listing, ModelDirFacts* facts) {
-  return CollectStream([&](qd::TensorSink& sink) { return StreamModelDir(listing, sink, facts); });
+qd::Outcome ReadModelDir(const qd::ModelDirListing& listing, ModelDirRead* read) {
+  return CollectStream([&](qd::TensorSink& sink) { return StreamModelDir(listing, sink, read); });
 }
 
 }  // namespace qd::oracle

@@ -174,8 +174,8 @@ TEST_P(ModelDirPeer, GivesTheManifestVerdict) {
   const std::string dir = kModelsDir + "/" + name;
   HeldListing held;
   ListDirectory(dir, &held);
-  ModelDirFacts facts;
-  const qd::Outcome outcome = ReadModelDir(held.listing, &facts);
+  ModelDirRead dir_read;
+  const qd::Outcome outcome = ReadModelDir(held.listing, &dir_read);
 
   // The stream gives the same findings and verdict.
   std::vector<qd::DecodedTensor> streamed;
@@ -185,7 +185,7 @@ TEST_P(ModelDirPeer, GivesTheManifestVerdict) {
 
   if (verdict == "accept") {
     ASSERT_FALSE(outcome.refused) << Describe(outcome);
-    EXPECT_EQ(facts.format,
+    EXPECT_EQ(dir_read.format,
               StringMember(d, entry, "family").substr(0, 3) == "bnb" ? "bnb" : "gptq");
     const std::uint32_t expected_entry = d.FindMember(entry, "expected");
     const std::string expected_path = kModelsDir + "/" + StringMember(d, expected_entry, "path");
@@ -241,11 +241,11 @@ TEST(ModelDirPeerSharded, TheRepairedShardedModelDecodesAsItsShardsDo) {
   for (qd::DirEntry& entry : held.listing.entries) {
     if (entry.name == index_name) entry.bytes = View(held.bytes[index_name]);
   }
-  ModelDirFacts facts;
-  const qd::Outcome outcome = ReadModelDir(held.listing, &facts);
+  ModelDirRead dir_read;
+  const qd::Outcome outcome = ReadModelDir(held.listing, &dir_read);
   ASSERT_FALSE(outcome.refused) << Describe(outcome);
-  EXPECT_EQ(facts.format, "gptq");
-  EXPECT_EQ(facts.total_size_convention, "tensor bytes");
+  EXPECT_EQ(dir_read.format, "gptq");
+  EXPECT_EQ(dir_read.total_size_convention, "tensor bytes");
 
   // Each shard read alone with the directory's config.json.
   const std::string dir = held.listing.prefix;
