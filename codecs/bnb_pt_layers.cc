@@ -165,7 +165,7 @@ qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, Tensor
             [&](std::size_t a, std::size_t b) { return table.InStorageOrder(a, b); });
   std::vector<TensorInfo> plan;
   plan.reserve(order.size());
-  for (std::size_t i : order) plan.push_back({table[i].name, table[i].shape});
+  for (std::size_t i : order) plan.push_back({std::string(table[i].name), table[i].shape});
   if (!sink.Plan(plan)) return outcome;
   for (std::size_t index = 0; index < order.size(); ++index) {
     if (!table.StreamFloat(order[index], index, sink)) return outcome;

@@ -11,15 +11,16 @@ namespace qd::codec {
 TensorTable TensorTable::FromContainer(Container container) {
   TensorTable table;
   table.container_ = std::move(container);
-  const Container& c = table.container_;
   table.header_offset_ = 8;
-  for (const TensorEntry& e : c.tensors) {
-    table.tensors_.push_back({e.name, e.dtype, e.shape, e.element_count, e.end - e.begin,
-                              c.data_start + e.begin, c.data_start + e.end, true});
-    table.sources_.push_back({c.Data(e), static_cast<std::int64_t>(c.data_start + e.begin), nullptr});
-  }
-  table.materialised_.resize(table.tensors_.size());
   return table;
+}
+
+TableTensor TensorTable::operator[](std::size_t i) const {
+  if (pickle_) return tensors_[i];
+  const Container& c = container_;
+  const TensorEntry& e = c.tensors[i];
+  return {e.name, e.dtype, e.shape, e.element_count, e.end - e.begin,
+          c.data_start + e.begin, c.data_start + e.end, true};
 }
 
 TensorTable TensorTable::FromPt(PtResult pickle) {
@@ -44,8 +45,9 @@ std::size_t TensorTable::AddValueTensor(std::uint32_t all_tensors_index, std::st
 }
 
 void TensorTable::AddPt(const PtTensor& t, std::string name, bool listed) {
-  tensors_.push_back({std::move(name), t.dtype, t.shape, t.numel, t.numel * PtItemSize(t.dtype),
-                      t.begin, t.end, listed});
+  names_->push_back(std::move(name));
+  tensors_.push_back({names_->back(), t.dtype, Shape(t.shape.data(), t.shape.size()), t.numel,
+                      t.numel * PtItemSize(t.dtype), t.begin, t.end, listed});
   Source s;
   s.view = &t;
   // A contiguous little-endian view is its bytes in place (docs/pt.md 5.3).
@@ -58,6 +60,7 @@ void TensorTable::AddPt(const PtTensor& t, std::string name, bool listed) {
 }
 
 const std::uint8_t* TensorTable::Data(std::size_t i) const {
+  if (!pickle_) return container_.Data(container_.tensors[i]);
   const Source& s = sources_[i];
   if (s.in_place != nullptr) return s.in_place;
   if (!materialised_[i]) {
@@ -67,6 +70,9 @@ const std::uint8_t* TensorTable::Data(std::size_t i) const {
 }
 
 std::int64_t TensorTable::ByteOffset(std::size_t i, std::uint64_t k) const {
+  if (!pickle_) {
+    return static_cast<std::int64_t>(container_.data_start + container_.tensors[i].begin + k);
+  }
   const Source& s = sources_[i];
   if (s.in_place != nullptr || s.view == nullptr) return s.offset + static_cast<std::int64_t>(k);
   const std::uint64_t isz = PtItemSize(s.view->dtype);
@@ -75,11 +81,11 @@ std::int64_t TensorTable::ByteOffset(std::size_t i, std::uint64_t k) const {
 }
 
 bool TensorTable::InStorageOrder(std::size_t i, std::size_t j) const {
-  const TableTensor& a = tensors_[i];
-  const TableTensor& b = tensors_[j];
+  const TableTensor a = (*this)[i];
+  const TableTensor b = (*this)[j];
   if (a.begin != b.begin) return a.begin < b.begin;
   if (a.end != b.end) return a.end < b.end;
-  return a.name < b.name;  // std::string compares bytes as unsigned char
+  return a.name < b.name;  // std::string_view compares bytes as unsigned char
 }
 
 const std::string* TensorTable::Metadata(std::string_view key) const {
@@ -87,8 +93,8 @@ const std::string* TensorTable::Metadata(std::string_view key) const {
 }
 
 bool TensorTable::StreamFloat(std::size_t i, std::size_t index, TensorSink& sink) const {
+  if (!pickle_) return StreamFloatTensor(container_, container_.tensors[i], index, sink);
   const Source& s = sources_[i];
-  if (s.view == nullptr) return StreamFloatTensor(container_, container_.tensors[i], index, sink);
   // A .pt view (docs/pt.md 5.3) goes kChunkValues elements at a time: a
   // broadcast view of a small storage never exists whole in memory.
   // DecodePtRange refuses only a non-floating dtype, checked here first.
