@@ -6,7 +6,6 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <map>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -605,32 +604,80 @@ namespace {
 // One JSON object written member by member, in first-insertion order, with
 // the text nlohmann::ordered_json::dump() gives (compact, its string
 // escaping). A key set again keeps its first place and takes the new value,
-// as ordered_json's operator[] does; the index makes that O(log n) per
-// member instead of ordered_json's linear key search, which made a header of
-// n tensors O(n^2) (issue 9, 100k tensors took 14 s).
+// as ordered_json's operator[] does. Members are resolved by sorting their
+// keys once (O(n log n); ordered_json's linear key search made a header of
+// n tensors O(n^2), issue 9), and a member costs a view of its key and its
+// value text in one buffer, so the text is the one large allocation
+// (issue 9, section 3: a decoded header of 1M tiny entries).
 class JsonObjectWriter {
  public:
-  void Set(const std::string& key, std::string value_json) {
-    const auto [it, inserted] = index_.emplace(key, members_.size());
-    if (inserted) {
-      members_.emplace_back(nlohmann::json(key).dump(), std::move(value_json));
-    } else {
-      members_[it->second].second = std::move(value_json);
-    }
+  // KEY is viewed, not copied: it must outlive the writer.
+  void Set(std::string_view key, std::string_view value_json) {
+    members_.push_back({key, values_.size(), value_json.size()});
+    values_.append(value_json);
   }
-  std::string Text() const {
-    std::string out = "{";
+  // The bytes Append will add.
+  std::size_t TextSize() {
+    Resolve();
+    std::size_t size = 2;  // the braces
+    bool first = true;
     for (std::size_t i = 0; i < members_.size(); ++i) {
-      if (i != 0) out.push_back(',');
-      out.append(members_[i].first).push_back(':');
-      out.append(members_[i].second);
+      if (value_of_[i] == kDropped) continue;
+      size += (first ? 0 : 1) + nlohmann::json(members_[i].key).dump().size() + 1 +
+              members_[value_of_[i]].value_size;
+      first = false;
     }
-    return out + "}";
+    return size;
+  }
+  void Append(std::string* out) {
+    Resolve();
+    out->push_back('{');
+    bool first = true;
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      if (value_of_[i] == kDropped) continue;
+      if (!first) out->push_back(',');
+      first = false;
+      out->append(nlohmann::json(members_[i].key).dump()).push_back(':');
+      const Member& value = members_[value_of_[i]];
+      out->append(values_, value.value_begin, value.value_size);
+    }
+    out->push_back('}');
+  }
+  std::string Text() {
+    std::string out;
+    out.reserve(TextSize());
+    Append(&out);
+    return out;
   }
 
  private:
-  std::map<std::string, std::size_t> index_;
-  std::vector<std::pair<std::string, std::string>> members_;  // escaped key, value text
+  static constexpr std::size_t kDropped = SIZE_MAX;
+  struct Member {
+    std::string_view key;
+    std::size_t value_begin, value_size;  // in values_
+  };
+  // value_of_[i]: for the first member of each key, the last member with
+  // that key (whose value is written there); kDropped for the others.
+  void Resolve() {
+    if (value_of_.size() == members_.size()) return;
+    std::vector<std::size_t> by_key(members_.size());
+    for (std::size_t i = 0; i < by_key.size(); ++i) by_key[i] = i;
+    std::stable_sort(by_key.begin(), by_key.end(), [&](std::size_t a, std::size_t b) {
+      return members_[a].key < members_[b].key;
+    });
+    value_of_.assign(members_.size(), kDropped);
+    for (std::size_t run = 0; run < by_key.size();) {
+      std::size_t last = run;
+      while (last + 1 < by_key.size() && members_[by_key[last + 1]].key == members_[by_key[run]].key) {
+        ++last;
+      }
+      value_of_[by_key[run]] = by_key[last];
+      run = last + 1;
+    }
+  }
+  std::vector<Member> members_;
+  std::string values_;
+  std::vector<std::size_t> value_of_;
 };
 
 std::string JsonUnsignedArray(const std::vector<std::uint64_t>& values) {
@@ -660,12 +707,14 @@ std::string BuildHeader(const std::vector<TensorToWrite>& tensors,
                            JsonUnsignedArray({offset, offset + t.byte_size}) + "}");
     offset += t.byte_size;
   }
-  std::string json = header.Text();
-  json.append((8 - json.size() % 8) % 8, ' ');  // ST-102 padding
+  const std::size_t text_size = header.TextSize();
+  const std::uint64_t n = text_size + (8 - text_size % 8) % 8;  // ST-102 padding
   std::string out(8, '\0');
-  const std::uint64_t n = json.size();
+  out.reserve(8 + n);
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
-  return out + json;
+  header.Append(&out);
+  out.append(n - text_size, ' ');
+  return out;
 }
 
 std::vector<std::uint8_t> SerializeSafetensors(
