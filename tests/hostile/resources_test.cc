@@ -147,7 +147,7 @@ TEST_F(Resources, HeaderOfTinyEntries) {
   // times an entry's text: diff held about 850 bytes an entry (a hash set
   // of name copies, a vector per shape, the oracle's JSON nodes of every
   // entry) and decode about 810 (the output header's index and copies);
-  // both ran out of their 206 MiB. Now about 530 and 470 (README
+  // both ran out of their 206 MiB. Now about 480 and 460 (README
   // "Resources").
   const std::string in = Write("tiny.safetensors", TinyEntriesSafetensors(250000));
   Expect({"check", in}, 0);
