@@ -264,6 +264,9 @@ TEST(ModelDirOracle, Idx003IndexIsNotStrictJsonOrHasNoWeightMap) {
       {"no weight_map", "{\"metadata\":{}}"},
       {"weight_map not an object", "{\"weight_map\":[]}"},
       {"a value not a string", "{\"weight_map\":{\"a\":1}}"},
+      {"a number overflowing binary64", "{\"x\":1e400,\"weight_map\":{}}"},
+      {"nested 65 deep", "{\"x\":" + std::string(64, '[') + std::string(64, ']') +
+                             ",\"weight_map\":{}}"},
   };
   for (const auto& [what, text] : cases) {
     SCOPED_TRACE(what);
@@ -278,8 +281,9 @@ TEST(ModelDirOracle, Idx003IndexIsNotStrictJsonOrHasNoWeightMap) {
 
 TEST(ModelDirOracle, Idx004ShardNamesThatEscape) {
   // c (the first tensor in byte order mapped to the bad name) is named.
-  for (const std::string& bad :
-       {"../" + kShard2, "/abs/" + kShard2, std::string(".."), std::string("")}) {
+  for (const std::string& bad : {"../" + kShard2, "/abs/" + kShard2, std::string(".."),
+                                 std::string(""), std::string("."), "a\\\\" + kShard2,
+                                 "a\\u0000" + kShard2}) {
     SCOPED_TRACE(bad);
     Dir d = BaseDir();
     std::map<std::string, std::string> map = BaseMap();
