@@ -16,6 +16,7 @@
 #include "codecs/bnb_pt_layers.h"
 #include "codecs/finding.h"
 #include "codecs/gptq.h"
+#include "codecs/pt.h"
 #include "codecs/rbq.h"
 #include "codecs/safetensors.h"
 #include "codecs/strict_json.h"
@@ -316,12 +317,10 @@ bool DirReader::CheckTotalSize(const Index& index, const std::vector<Container>&
     file_bytes += shards[s].file.size;
   }
   const json& v = *index.total_size;
+  // Digits alone: nlohmann keeps a token with a minus sign ("-0" included)
+  // as a signed integer, and one without as unsigned.
   std::optional<std::uint64_t> stated;
-  if (v.is_number_unsigned()) {
-    stated = v.get<std::uint64_t>();
-  } else if (v.is_number_integer() && v.get<std::int64_t>() >= 0) {
-    stated = static_cast<std::uint64_t>(v.get<std::int64_t>());
-  }
+  if (v.is_number_unsigned()) stated = v.get<std::uint64_t>();
   if (stated && *stated == tensor_bytes) {
     if (read_ != nullptr) read_->total_size_convention = "tensor bytes";
     return true;
@@ -412,21 +411,26 @@ void DirReader::ReadFormat(TensorTable table, const std::string& name, const Ind
   }
 }
 
-// A set without an index: the file alone (section 3, last paragraph).
+// A set without an index: the file alone (section 3, last paragraph), its
+// format found from its bytes as for any file (README "Which format a file
+// is": RBQ, bitsandbytes, GPTQ, .pt, else the container), whatever its name.
 void DirReader::OneFile(TensorSink& sink, Kernel kernel) {
   read_->shards = 1;
   const std::string path = PathOf(file_entry_->name);
   const qd::ByteView bytes = file_entry_->bytes;
-  if (kind_ == WeightKind::kTorch) {
-    read_->format = "pt";
-    outcome_ = StreamPtFile(bytes, path, sink);
+  ContainerResult container = ReadContainer(bytes, path);
+  if (container.refused) {
+    if (ClaimsPt(bytes)) {
+      read_->format = "pt";
+      outcome_ = StreamPtFile(bytes, path, sink);
+    } else {
+      outcome_ = qd::Outcome{true, std::move(container.findings), {}};
+    }
     return;
   }
-  ContainerResult container = ReadContainer(bytes, path);
-  if (container.refused || ReadRbq(bytes, path).is_rbq) {
-    read_->format = container.refused ? "" : "rbq";
-    outcome_ = container.refused ? qd::Outcome{true, std::move(container.findings), {}}
-                                 : StreamRbqFile(bytes, path, sink, kernel);
+  if (ReadRbq(bytes, path).is_rbq) {
+    read_->format = "rbq";
+    outcome_ = StreamRbqFile(bytes, path, sink, kernel);
     return;
   }
   outcome_.findings = std::move(container.findings);

@@ -1173,8 +1173,8 @@ BnbTable BnbTableFromMerged(const MergedTable& merged) {
   return table;
 }
 
-BnbTable BnbTableFromContainer(qd::ByteView file, const Container& container) {
-  return BnbTableFromMerged(TableOfFile(file, container));
+BnbTable BnbTableFromContainer(qd::ByteView file, Container container) {
+  return BnbTableFromMerged(TableOfFile(file, std::move(container)));
 }
 
 bool StreamBnbTable(const BnbTable& table, const std::string& file_name, qd::Outcome* outcome,
@@ -1363,7 +1363,7 @@ bool IsBnbFile(qd::ByteView file) {
   qd::Outcome container_findings;
   Container container;
   if (!CheckContainer(file, "", &container_findings, &container)) return false;
-  return HasBnbLayer(BnbTableFromContainer(file, container));
+  return HasBnbLayer(BnbTableFromContainer(file, std::move(container)));
 }
 
 bool HasBnbLayer(const BnbTable& table) { return !FindLayers(table, IndexOf(table)).empty(); }

@@ -145,7 +145,7 @@ struct BnbTable {
 
 // The table of an accepted safetensors container (CheckContainer passed).
 // The tensors point into file.
-BnbTable BnbTableFromContainer(qd::ByteView file, const Container& container);
+BnbTable BnbTableFromContainer(qd::ByteView file, Container container);
 // The table of a model directory's merged shards (docs/model_dir.md 4): each
 // tensor's bytes and byte offsets are its shard's.
 BnbTable BnbTableFromMerged(const MergedTable& merged);

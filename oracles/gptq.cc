@@ -1113,7 +1113,7 @@ qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
   Container container;
   // The container rules first.
   if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
-  StreamGptqTable(TableOfFile(file, container), file_name, configs, &outcome, sink, layers);
+  StreamGptqTable(TableOfFile(file, std::move(container)), file_name, configs, &outcome, sink, layers);
   return outcome;
 }
 
@@ -1258,7 +1258,7 @@ bool IsGptqFile(qd::ByteView file) {
   qd::Outcome container_findings;
   Container container;
   return CheckContainer(file, "", &container_findings, &container) &&
-         HasGptqLayer(TableOfFile(file, container));
+         HasGptqLayer(TableOfFile(file, std::move(container)));
 }
 
 bool HasGptqLayer(const MergedTable& table) { return !FindLayers(table.tensors).empty(); }

@@ -40,8 +40,10 @@ struct MergedTable {
 
 // Appends an accepted container's tensors as shard SHARD (ranks appended in
 // increasing order keep the table sorted) and its __metadata__ keys not yet
-// in the table. The tensors point into file.
-inline void AppendShard(qd::ByteView file, const Container& container, std::size_t shard,
+// in the table. The tensors point into file. The container is taken over
+// (its entries move into the table: a file's header records are held once,
+// issue 9 section 3); pass a copy to keep it.
+inline void AppendShard(qd::ByteView file, Container container, std::size_t shard,
                         MergedTable* table) {
   if (container.has_metadata) table->has_metadata = true;
   std::set<std::string> known;
@@ -49,9 +51,10 @@ inline void AppendShard(qd::ByteView file, const Container& container, std::size
   for (const auto& member : container.metadata) {
     if (known.insert(member.first).second) table->metadata.push_back(member);
   }
-  for (const ContainerTensor& entry : container.tensors) {
+  table->tensors.reserve(table->tensors.size() + container.tensors.size());
+  for (ContainerTensor& entry : container.tensors) {
     TableTensor tensor;
-    static_cast<ContainerTensor&>(tensor) = entry;
+    static_cast<ContainerTensor&>(tensor) = std::move(entry);
     tensor.shard = shard;
     tensor.data = file.data + container.data_start + entry.begin;
     tensor.data_start = container.data_start;
@@ -59,10 +62,10 @@ inline void AppendShard(qd::ByteView file, const Container& container, std::size
   }
 }
 
-// The table of one accepted file.
-inline MergedTable TableOfFile(qd::ByteView file, const Container& container) {
+// The table of one accepted file (its container taken over).
+inline MergedTable TableOfFile(qd::ByteView file, Container container) {
   MergedTable table;
-  AppendShard(file, container, 0, &table);
+  AppendShard(file, std::move(container), 0, &table);
   return table;
 }
 
