@@ -20,6 +20,10 @@ namespace qd::cli {
 
 extern const std::string_view kDecodeHelp =
     "usage: quantdiff decode FILE --out OUT.safetensors [--format NAME] [--config CONFIG.json]\n"
+    "       quantdiff decode DIR --out OUT.safetensors\n"
+    "\n"
+    "A DIR is one model (docs/model_dir.md): every shard's tensors decoded\n"
+    "together, written to the one OUT file, one tensor at a time.\n"
     "\n"
     "Decodes FILE with the production codec of its format and writes every\n"
     "decoded tensor as F32, under its name and with its logical shape (a Q4B32 or\n"

@@ -4,7 +4,6 @@
 #include <bit>
 #include <cstdio>
 #include <exception>
-#include <set>
 #include <string_view>
 #include <utility>
 
@@ -58,15 +57,17 @@ std::optional<qd::Finding> BuildOutputHeader(const std::vector<qd::codec::Tensor
       }
     }
   }
-  std::set<std::string_view> seen;
-  for (const qd::codec::TensorToWrite& t : tensors) {
-    if (!seen.insert(t.name).second) {
-      return OutputFinding("ST-005", output_name, t.name,
-                           "two tensors have this name; a safetensors header holds each key "
-                           "once; nothing written");
-    }
+  // Sorted views, not a set of nodes: 16 bytes a name (issue 9, section 3).
+  std::vector<std::string_view> names;
+  names.reserve(tensors.size());
+  for (const qd::codec::TensorToWrite& t : tensors) names.push_back(t.name);
+  std::sort(names.begin(), names.end());
+  if (const auto twice = std::adjacent_find(names.begin(), names.end()); twice != names.end()) {
+    return OutputFinding("ST-005", output_name, std::string(*twice),
+                         "two tensors have this name; a safetensors header holds each key "
+                         "once; nothing written");
   }
-  if (seen.count("__metadata__")) {
+  if (std::binary_search(names.begin(), names.end(), std::string_view("__metadata__"))) {
     return OutputFinding("ST-006", output_name, "__metadata__",
                          "a tensor is named __metadata__, the key a safetensors header keeps "
                          "for string metadata; nothing written");

@@ -3,6 +3,8 @@
 
 #include "codecs/mapped_file.h"
 #include "cli/common.h"
+#include "cli/model_dir_input.h"
+#include "harness/model_dir_differ.h"
 #include "harness/differ.h"
 #include "harness/stream_differ.h"
 #include "reports/report.h"
@@ -23,6 +25,11 @@ extern const std::string_view kDiffHelp =
     "safetensors a file the oracle finds a bitsandbytes layer in (the codec's\n"
     "format's readers still run and are reported).\n"
     "\n"
+    "A PATH that is a directory is one model (docs/model_dir.md): its weight set\n"
+    "(model.safetensors, or shards and model.safetensors.index.json, or\n"
+    "pytorch_model.bin), index and configs are read by both sides' directory\n"
+    "readers and compared the same way (signatures DIFF:model_dir:...).\n"
+    "\n"
     "  --report FORMAT  text (default), json, junit or sarif\n"
     "  --out FILE       write the report to FILE instead of standard output\n"
     "  --format NAME    read every file as NAME (rbq, bnb, gptq, pt, safetensors);\n"
@@ -33,6 +40,49 @@ extern const std::string_view kDiffHelp =
     "\n"
     "exit: 0 codec and oracle agree on every file (whatever the verdict),\n"
     "      1 a divergence, 2 usage error, unreadable file or unwritable --out\n";
+
+namespace {
+
+// A model directory as one input (docs/model_dir.md): both directory readers
+// on its listing, compared. False (reported) on an I/O error.
+bool DiffDirectory(const std::string& path, const ReportOptions& options,
+                   qd::reports::Report* report, std::vector<std::string>* inputs, bool* diverged) {
+  std::string error;
+  if (options.forced != nullptr) {
+    IoError("diff", path + ": --format applies to files; a directory's format is detected");
+    return false;
+  }
+  ModelDirInput dir;
+  if (!OpenModelDir(path, &dir, &error)) {
+    IoError("diff", "cannot read " + error);
+    return false;
+  }
+  for (const qd::DirEntry& e : dir.Listing().entries) inputs->push_back(dir.Listing().prefix + e.name);
+  const qd::harness::DirDiff d = qd::harness::DiffModelDir(dir.Listing());
+  if (d.codec_read.unsupported) {
+    IoError("diff", path + ": " + d.codec_read.unsupported_why);
+    return false;
+  }
+  if (d.streamed.out_of_memory) {
+    IoError("diff", path + ": out of memory while reading it");
+    return false;
+  }
+  qd::reports::FileReport r;
+  r.path = path;
+  r.format = d.codec_read.format;
+  if (d.streamed.oracle) {
+    r = qd::reports::FromOutcome(path, d.codec_read.format, *d.streamed.oracle);
+    r.oracle = qd::reports::VerdictOf(*d.streamed.oracle);
+  }
+  if (d.streamed.codec) r.codec = qd::reports::VerdictOf(*d.streamed.codec);
+  r.note = ModelDirNote(d.codec_read);
+  r.divergence = d.streamed.divergence;
+  *diverged = *diverged || r.divergence.has_value();
+  report->files.push_back(std::move(r));
+  return true;
+}
+
+}  // namespace
 
 int RunDiff(const std::vector<std::string>& argv) {
   Args args;
@@ -54,6 +104,10 @@ int RunDiff(const std::vector<std::string>& argv) {
   // Everything read, so that --out can never name one of them.
   std::vector<std::string> inputs = args.positional;
   for (const std::string& path : args.positional) {
+    if (IsDirectory(path)) {
+      if (!DiffDirectory(path, options, &report, &inputs, &diverged)) io_error = true;
+      continue;
+    }
     InputFile file;
     if (!OpenInput(path, &file, &error)) {
       IoError("diff", "cannot read " + error);

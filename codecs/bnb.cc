@@ -120,22 +120,38 @@ void ReadNestedKeys(const nlohmann::json& o, StateKeys* keys) {
   if (o.contains("nested_offset")) keys->nested_offset = o["nested_offset"].get<double>();
 }
 
+// A table's tensor indices sorted by name, for lookups by name at 4 bytes a
+// tensor (a hash map of name copies cost about 80; issue 9, section 3). Of
+// equal names the first index is found.
+class NameIndex {
+ public:
+  NameIndex(const TensorTable& table, bool listed_only) : table_(&table) {
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      if (!listed_only || table[i].listed) order_.push_back(static_cast<std::uint32_t>(i));
+    }
+    std::stable_sort(order_.begin(), order_.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return table[a].name < table[b].name;
+    });
+  }
+  std::size_t Find(std::string_view name) const {
+    auto it = std::lower_bound(order_.begin(), order_.end(), name,
+                               [&](std::uint32_t i, std::string_view n) { return (*table_)[i].name < n; });
+    return it == order_.end() || (*table_)[*it].name != name ? kBnbNoTensor : *it;
+  }
+
+ private:
+  const TensorTable* table_;
+  std::vector<std::uint32_t> order_;
+};
+
 // The checks of one file: findings go to result; Error() stops the reader.
 class Checker {
  public:
   Checker(BnbResult* result, const std::string& file, const BnbListStates& lists)
-      : r_(result), file_(file), lists_(lists) {
-    const TensorTable& table = r_->table;
-    for (std::size_t i = 0; i < table.size(); ++i) {
-      if (table[i].listed) by_name_.emplace(table[i].name, i);
-    }
-  }
+      : r_(result), file_(file), lists_(lists), by_name_(r_->table, /*listed_only=*/true) {}
 
-  std::size_t Find(const std::string& name) const {
-    auto it = by_name_.find(name);
-    return it == by_name_.end() ? kBnbNoTensor : it->second;
-  }
-  const TableTensor& T(std::size_t i) const { return r_->table[i]; }
+  std::size_t Find(const std::string& name) const { return by_name_.Find(name); }
+  TableTensor T(std::size_t i) const { return r_->table[i]; }
   std::int64_t DataOffset(std::size_t i, std::uint64_t k = 0) const {
     return r_->table.ByteOffset(i, k);
   }
@@ -143,17 +159,17 @@ class Checker {
   // Header-level facts: 8 (safetensors) or ds of data.pkl (docs/pt.md 6.4).
   std::int64_t Header() const { return r_->table.header_offset(); }
 
-  qd::Finding& Add(std::string rule, qd::Severity severity, std::string tensor,
+  qd::Finding& Add(std::string rule, qd::Severity severity, std::string_view tensor,
                    std::string field, std::int64_t offset, std::string message) {
-    r_->findings.push_back(MakeFinding(std::move(rule), severity, file_, std::move(tensor),
+    r_->findings.push_back(MakeFinding(std::move(rule), severity, file_, std::string(tensor),
                                        std::move(field), offset, std::move(message)));
     if (severity == qd::Severity::kError) r_->refused = true;
     return r_->findings.back();
   }
   // Always false, so a check can `return Error(...)`.
-  bool Error(std::string rule, std::string tensor, std::string field, std::int64_t offset,
+  bool Error(std::string rule, std::string_view tensor, std::string field, std::int64_t offset,
              std::string message) {
-    Add(std::move(rule), qd::Severity::kError, std::move(tensor), std::move(field), offset,
+    Add(std::move(rule), qd::Severity::kError, tensor, std::move(field), offset,
         std::move(message));
     return false;
   }
@@ -256,7 +272,7 @@ class Checker {
   BnbResult* r_;
   const std::string& file_;
   const BnbListStates& lists_;
-  std::unordered_map<std::string, std::size_t> by_name_;
+  NameIndex by_name_;
 };
 
 bool Checker::ReadJsonState(const StateTensor& state, StateKeys* keys) {
@@ -579,7 +595,7 @@ BnbResult ReadBnbTable(TensorTable table, const std::string& file_name,
     return plans[it->second].second;
   };
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    if (auto claim = ClassifyState(tensors[i].name, i)) {
+    if (auto claim = ClassifyState(std::string(tensors[i].name), i)) {
       plan_for(claim->first).states.push_back(std::move(claim->second));
     }
   }
@@ -590,12 +606,14 @@ BnbResult ReadBnbTable(TensorTable table, const std::string& file_name,
     plan_for(w).states.push_back(std::move(state));
   }
   if (tensors.Metadata(kBlockwiseKey) != nullptr) {
-    std::unordered_map<std::string, std::size_t> names;
-    for (std::size_t i = 0; i < tensors.size(); ++i) names.emplace(tensors[i].name, i);
-    for (const TableTensor& t : tensors.tensors()) {
-      if (names.count(t.name + ".absmax") == 0 || names.count(t.name + ".quant_map") == 0) continue;
-      if (plan_of.count(t.name) != 0) continue;  // a 4-bit or int8 layer's W
-      plan_for(t.name).blockwise8 = true;
+    const NameIndex names(tensors, /*listed_only=*/false);
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const std::string w(tensors[i].name);
+      if (names.Find(w + ".absmax") == kBnbNoTensor || names.Find(w + ".quant_map") == kBnbNoTensor) {
+        continue;
+      }
+      if (plan_of.count(w) != 0) continue;  // a 4-bit or int8 layer's W
+      plan_for(w).blockwise8 = true;
     }
   }
   result.is_bnb = !plans.empty();
@@ -719,18 +737,20 @@ bool StreamBnbLayers(const BnbResult& r, TensorSink& sink, Kernel kernel) {
   };
   // Every layer's W and every floating tensor of no layer, by name bytes.
   struct Item {
-    const std::string* name;
-    const std::vector<std::uint64_t>* shape;
+    std::string_view name;
+    Shape shape;
     const BnbLayer* layer;  // null: the plain tensor below
     std::size_t plain = 0;
   };
   std::vector<Item> items;
-  for (const BnbLayer& layer : r.layers) items.push_back({&layer.name, &layer.shape, &layer});
-  for (std::size_t i : r.plain_float_tensors) items.push_back({&c[i].name, &c[i].shape, nullptr, i});
+  for (const BnbLayer& layer : r.layers) {
+    items.push_back({layer.name, Shape(layer.shape.data(), layer.shape.size()), &layer});
+  }
+  for (std::size_t i : r.plain_float_tensors) items.push_back({c[i].name, c[i].shape, nullptr, i});
   std::sort(items.begin(), items.end(),
-            [](const Item& a, const Item& b) { return *a.name < *b.name; });
+            [](const Item& a, const Item& b) { return a.name < b.name; });
   std::vector<TensorInfo> plan;
-  for (const Item& item : items) plan.push_back({*item.name, *item.shape});
+  for (const Item& item : items) plan.push_back({std::string(item.name), item.shape});
   if (!sink.Plan(plan)) return false;
   for (std::size_t index = 0; index < items.size(); ++index) {
     const Item& item = items[index];

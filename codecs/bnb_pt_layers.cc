@@ -156,20 +156,7 @@ qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, Tensor
     return outcome;
   }
   // Section 6.3: the table's floating tensors in 6.4's order.
-  const TensorTable& table = r.table;
-  std::vector<std::size_t> order;
-  for (std::size_t i = 0; i < table.size(); ++i) {
-    if (IsFloatDtype(table[i].dtype)) order.push_back(i);
-  }
-  std::sort(order.begin(), order.end(),
-            [&](std::size_t a, std::size_t b) { return table.InStorageOrder(a, b); });
-  std::vector<TensorInfo> plan;
-  plan.reserve(order.size());
-  for (std::size_t i : order) plan.push_back({table[i].name, table[i].shape});
-  if (!sink.Plan(plan)) return outcome;
-  for (std::size_t index = 0; index < order.size(); ++index) {
-    if (!table.StreamFloat(order[index], index, sink)) return outcome;
-  }
+  r.table.StreamFloats(sink);
   return outcome;
 }
 

@@ -261,10 +261,11 @@ class Checker {
  public:
   Checker(GptqResult* result, const std::string& file) : r_(result), file_(file) {}
 
-  qd::Finding& Add(std::string rule, qd::Severity severity, std::string file, std::string tensor,
-                   std::string field, std::int64_t offset, std::string message) {
+  qd::Finding& Add(std::string rule, qd::Severity severity, std::string file,
+                   std::string_view tensor, std::string field, std::int64_t offset,
+                   std::string message) {
     r_->findings.push_back(MakeFinding(std::move(rule), severity, std::move(file),
-                                       std::move(tensor), std::move(field), offset,
+                                       std::string(tensor), std::move(field), offset,
                                        std::move(message)));
     if (severity == qd::Severity::kError) r_->refused = true;
     return r_->findings.back();
@@ -281,9 +282,9 @@ class Checker {
     Add(std::move(rule), qd::Severity::kWarning, source, "", std::move(field), kNoOffset,
         std::move(message));
   }
-  bool TensorError(std::string rule, std::string tensor, std::string field, std::int64_t offset,
-                   std::string message) {
-    Add(std::move(rule), qd::Severity::kError, file_, std::move(tensor), std::move(field), offset,
+  bool TensorError(std::string rule, std::string_view tensor, std::string field,
+                   std::int64_t offset, std::string message) {
+    Add(std::move(rule), qd::Severity::kError, file_, tensor, std::move(field), offset,
         std::move(message));
     return false;
   }
@@ -292,7 +293,7 @@ class Checker {
   bool CheckLayer(const LayerPlan& plan, GptqLayer* layer);
 
  private:
-  const TableTensor& T(std::size_t i) const { return r_->table[i]; }
+  TableTensor T(std::size_t i) const { return r_->table[i]; }
   std::int64_t DataOffset(std::size_t i, std::uint64_t j) const {
     return r_->table.ByteOffset(i, j);
   }
@@ -610,7 +611,7 @@ std::int64_t Saturated(U128 v) {
 
 // L1..L10 for one layer.
 bool Checker::CheckLayer(const LayerPlan& plan, GptqLayer* layer) {
-  const std::string& anchor = T(plan.anchor).name;
+  const std::string anchor(T(plan.anchor).name);
   // L1 GPTQ-101.
   for (int m = 0; m < kMemberCount; ++m) {
     if (plan.member[m] == kGptqNoTensor) {
@@ -650,7 +651,7 @@ bool Checker::CheckLayer(const LayerPlan& plan, GptqLayer* layer) {
     }
     if (e.shape.size() != want.rank) {
       return TensorError("GPTQ-104", e.name, "shape", kHeaderOffset,
-                         e.name + " has rank " + std::to_string(e.shape.size()) + ", not " +
+                         std::string(e.name) + " has rank " + std::to_string(e.shape.size()) + ", not " +
                              std::to_string(want.rank));
     }
   }
@@ -759,7 +760,8 @@ GptqResult ReadGptqTable(TensorTable table, const std::string& file_name,
 }
 
 bool HasGptqLayer(const TensorTable& table) {
-  for (const TableTensor& t : table.tensors()) {
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const TableTensor t = table[i];
     if (t.listed && MemberOf(SplitName(t.name).second) >= 0) return true;
   }
   return false;
@@ -817,7 +819,7 @@ void StreamGptqLayers(const GptqResult& r, TensorSink& sink, Kernel kernel) {
                       {e.shape[1], static_cast<std::uint64_t>(layer.in_features)}});
     } else if (!consumed[i] && IsFloatDtype(e.dtype)) {
       items.push_back({i, kPlain});
-      plan.push_back({e.name, e.shape});
+      plan.push_back({std::string(e.name), e.shape});
     }
   }
   if (!sink.Plan(plan)) return;

@@ -394,7 +394,7 @@ void DirReader::ReadFormat(TensorTable table, const std::string& name, const Ind
   if (index != nullptr && !findings.empty()) {
     const TensorTable& t = gptq ? gptq->table : bnb.table;
     std::unordered_map<std::string_view, std::uint32_t> shard_of;
-    for (const TableTensor& e : t.tensors()) shard_of.emplace(e.name, e.shard);
+    for (std::size_t i = 0; i < t.size(); ++i) shard_of.emplace(t[i].name, t[i].shard);
     for (qd::Finding& f : findings) {
       if (f.file != name) continue;
       const auto it = shard_of.find(f.tensor);

@@ -6,8 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <map>
-#include <unordered_set>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -42,16 +41,16 @@ bool IsJsonWhitespace(std::uint8_t c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-// What a header entry said, before any rule past ST-005 is applied.
-struct EntryRecord {
-  std::string name;
-  bool not_object = false;
-  bool has_dtype = false, dtype_bad = false;
-  std::string dtype;
-  bool has_shape = false, shape_bad = false;
-  std::vector<std::uint64_t> shape;
-  bool has_offsets = false, offsets_bad = false;
-  std::vector<std::uint64_t> offsets;
+// What a header entry said, before any rule past ST-005 is applied: bits of
+// a std::uint16_t kept beside each TensorEntry while the header is checked.
+enum EntryFact : std::uint16_t {
+  kNotObject = 1 << 0,
+  kHasDtype = 1 << 1,
+  kDtypeBad = 1 << 2,  // not a string, or not a known dtype
+  kHasShape = 1 << 3,
+  kShapeBad = 1 << 4,
+  kHasOffsets = 1 << 5,
+  kOffsetsBad = 1 << 6,  // not an array of exactly two unsigned integers
 };
 
 // Which part of the schema a JSON container or scalar stands for.
@@ -62,22 +61,46 @@ enum class Role : std::uint8_t {
 struct Frame {
   Role role;
   bool is_object;
-  std::unordered_set<std::string> keys;  // ST-005, objects only
-  std::string pending_key;
+  std::uint32_t ordinal;     // objects opened before this one (document order)
+  std::uint32_t keys_begin;  // this object's keys in HeaderSax::key_spans_
+  std::uint32_t items;       // shape or data_offsets items seen so far
+  std::uint32_t items_begin; // a shape's first item in shape_items
 };
 
 // A SAX consumer for nlohmann::json::sax_parse that records the schema facts
 // the ST rules need and keeps parsing to the end, so that a later grammar
 // error (ST-004) still wins over a schema error found earlier.
+//
+// Memory follows the entries, not a hash set of them (issue 9, section 3):
+// run once with `counting` to size the entries and shape items exactly, then
+// again to fill them, so neither vector grows by reallocation (which peaks
+// at three times its size). The top object's duplicate keys are found by
+// sorting the entries by name afterwards; an inner object's keys are kept
+// (as spans of one scratch string) only until it closes, then sorted.
 class HeaderSax {
  public:
+  explicit HeaderSax(bool counting) : counting_(counting) {}
+  HeaderSax(bool counting, std::size_t entries, std::size_t items) : counting_(counting) {
+    tensors.reserve(entries);
+    facts.reserve(entries);
+    shape_items.reserve(items);
+  }
+
   bool depth_exceeded = false;
   bool top_not_object = false;
-  bool duplicate_key = false;
-  std::string duplicate_key_name;
+  // ST-005 in an inner object: the first such object in document order, its
+  // smallest duplicated key (the oracle's choice, oracles/json.h).
+  bool inner_duplicate = false;
+  std::uint32_t inner_duplicate_ordinal = 0;
+  std::string inner_duplicate_key;
+  int metadata_keys = 0;  // __metadata__ members of the top object
   bool has_metadata = false, metadata_bad = false;
   std::vector<std::pair<std::string, std::string>> metadata;
-  std::vector<EntryRecord> entries;
+  std::vector<TensorEntry> tensors;   // header order; filled unless counting
+  std::vector<std::uint16_t> facts;   // EntryFact bits, beside tensors
+  std::vector<std::uint64_t> shape_items;
+  std::size_t entry_count = 0;        // counted in both passes
+  std::size_t shape_item_count = 0;
 
   bool null() { return Scalar(Kind::kOther, 0, nullptr); }
   bool boolean(bool) { return Scalar(Kind::kOther, 0, nullptr); }
@@ -90,18 +113,40 @@ class HeaderSax {
   bool binary(nlohmann::json::binary_t&) { return Scalar(Kind::kOther, 0, nullptr); }
   bool start_object(std::size_t) { return Open(true); }
   bool start_array(std::size_t) { return Open(false); }
-  bool end_object() { stack_.pop_back(); return true; }
-  bool end_array() { stack_.pop_back(); return true; }
+  bool end_object() {
+    const Frame& frame = stack_.back();
+    if (frame.role != Role::kTop && !counting_) NoteInnerDuplicates(frame);
+    key_text_.resize(frame.keys_begin == key_spans_.size() ? key_text_.size()
+                                                           : key_spans_[frame.keys_begin].first);
+    key_spans_.resize(frame.keys_begin);
+    stack_.pop_back();
+    return true;
+  }
+  bool end_array() {
+    const Frame& frame = stack_.back();
+    if (frame.role == Role::kShape && !counting_ && !(facts.back() & kShapeBad)) {
+      tensors.back().shape = Shape(shape_items.data() + frame.items_begin, frame.items);
+    }
+    if (frame.role == Role::kOffsets && frame.items != 2) Mark(kOffsetsBad);
+    stack_.pop_back();
+    return true;
+  }
   bool key(std::string& k) {
     Frame& frame = stack_.back();
-    if (!frame.keys.insert(k).second && !duplicate_key) {
-      duplicate_key = true;  // ST-005
-      duplicate_key_name = k;
-    }
-    frame.pending_key = k;
-    if (frame.role == Role::kTop && k != "__metadata__") {
-      entries.push_back(EntryRecord{});
-      entries.back().name = k;
+    key_ = k;
+    if (frame.role != Role::kTop) {
+      key_spans_.emplace_back(static_cast<std::uint32_t>(key_text_.size()),
+                              static_cast<std::uint32_t>(k.size()));
+      key_text_ += k;
+    } else if (k == "__metadata__") {
+      ++metadata_keys;
+    } else {
+      ++entry_count;
+      if (!counting_) {
+        tensors.emplace_back();
+        tensors.back().name = k;
+        facts.push_back(0);
+      }
     }
     return true;
   }
@@ -112,14 +157,39 @@ class HeaderSax {
 
  private:
   enum class Kind { kUnsigned, kString, kOther };
+  const bool counting_;
   std::vector<Frame> stack_;
+  std::string key_;  // the key of the value being read, in the innermost object
+  std::string key_text_;  // the open inner objects' keys, back to back
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> key_spans_;  // (offset, size)
+  std::uint32_t objects_opened_ = 0;
+
+  // Marks a fact on the entry being read (none while counting).
+  void Mark(std::uint16_t fact) {
+    if (!counting_) facts.back() |= fact;
+  }
+
+  void NoteInnerDuplicates(const Frame& frame) {
+    if (inner_duplicate && inner_duplicate_ordinal <= frame.ordinal) return;
+    std::vector<std::string_view> keys;
+    keys.reserve(key_spans_.size() - frame.keys_begin);
+    for (std::size_t i = frame.keys_begin; i < key_spans_.size(); ++i) {
+      keys.push_back(std::string_view(key_text_).substr(key_spans_[i].first, key_spans_[i].second));
+    }
+    std::sort(keys.begin(), keys.end());
+    const auto same = std::adjacent_find(keys.begin(), keys.end());
+    if (same == keys.end()) return;
+    inner_duplicate = true;
+    inner_duplicate_ordinal = frame.ordinal;
+    inner_duplicate_key = std::string(*same);
+  }
 
   // The role a value takes in the current frame; marks schema errors.
   Role ChildRole(bool is_container, bool is_object, Kind kind) {
     Frame& frame = stack_.back();
     switch (frame.role) {
       case Role::kTop:
-        if (frame.pending_key == "__metadata__") {
+        if (key_ == "__metadata__") {
           has_metadata = true;
           metadata.clear();
           if (is_object) return Role::kMetadata;
@@ -127,38 +197,35 @@ class HeaderSax {
           return Role::kIgnored;
         }
         if (is_object) return Role::kEntry;
-        entries.back().not_object = true;  // ST-007
+        Mark(kNotObject);  // ST-007
         return Role::kIgnored;
       case Role::kMetadata:
         if (is_container || kind != Kind::kString) metadata_bad = true;
         return Role::kIgnored;
       case Role::kEntry: {
-        EntryRecord& entry = entries.back();
-        const std::string& k = frame.pending_key;
-        if (k == "dtype") {
-          entry.has_dtype = true;
-          entry.dtype_bad = is_container || kind != Kind::kString;
+        const bool is_array = is_container && !is_object;
+        if (key_ == "dtype") {
+          Mark(kHasDtype);
+          if (kind != Kind::kString) Mark(kDtypeBad);  // a string is parsed in Scalar
           return Role::kIgnored;
         }
-        if (k == "shape") {
-          entry.has_shape = true;
-          entry.shape.clear();
-          entry.shape_bad = !(is_container && !is_object);
-          return entry.shape_bad ? Role::kIgnored : Role::kShape;
+        if (key_ == "shape") {
+          Mark(kHasShape);
+          if (!is_array) Mark(kShapeBad);
+          return is_array ? Role::kShape : Role::kIgnored;
         }
-        if (k == "data_offsets") {
-          entry.has_offsets = true;
-          entry.offsets.clear();
-          entry.offsets_bad = !(is_container && !is_object);
-          return entry.offsets_bad ? Role::kIgnored : Role::kOffsets;
+        if (key_ == "data_offsets") {
+          Mark(kHasOffsets);
+          if (!is_array) Mark(kOffsetsBad);
+          return is_array ? Role::kOffsets : Role::kIgnored;
         }
         return Role::kIgnored;
       }
       case Role::kShape:
-        if (kind != Kind::kUnsigned || is_container) entries.back().shape_bad = true;
+        if (kind != Kind::kUnsigned || is_container) Mark(kShapeBad);
         return Role::kIgnored;
       case Role::kOffsets:
-        if (kind != Kind::kUnsigned || is_container) entries.back().offsets_bad = true;
+        if (kind != Kind::kUnsigned || is_container) Mark(kOffsetsBad);
         return Role::kIgnored;
       case Role::kIgnored:
         return Role::kIgnored;
@@ -181,7 +248,9 @@ class HeaderSax {
     } else {
       role = ChildRole(true, is_object, Kind::kOther);
     }
-    stack_.push_back(Frame{role, is_object, {}, {}});
+    stack_.push_back(Frame{role, is_object, is_object ? objects_opened_++ : 0,
+                           static_cast<std::uint32_t>(key_spans_.size()), 0,
+                           static_cast<std::uint32_t>(shape_items.size())});
     return true;
   }
 
@@ -194,19 +263,28 @@ class HeaderSax {
     const Role parent = frame.role;
     ChildRole(false, false, kind);
     if (parent == Role::kShape && kind == Kind::kUnsigned) {
-      EntryRecord& entry = entries.back();
-      if (entry.shape.size() == kMaxRank) {
-        entry.shape_bad = true;  // ST-007 decision: rank above 64; keeps memory bounded
+      if (frame.items == kMaxRank) {
+        Mark(kShapeBad);  // ST-007 decision: rank above 64; keeps memory bounded
       } else {
-        entry.shape.push_back(value);
+        ++frame.items;
+        ++shape_item_count;
+        if (!counting_) shape_items.push_back(value);
       }
-    } else if (parent == Role::kOffsets && kind == Kind::kUnsigned) {
-      entries.back().offsets.push_back(value);
+    } else if (parent == Role::kOffsets) {
+      if (kind == Kind::kUnsigned && frame.items < 2 && !counting_) {
+        TensorEntry& entry = tensors.back();
+        (frame.items == 0 ? entry.begin : entry.end) = value;
+      }
+      if (frame.items < 3) ++frame.items;  // 3 stands for "more than two"
     } else if (parent == Role::kMetadata && kind == Kind::kString) {
-      metadata.emplace_back(frame.pending_key, *text);
-    } else if (parent == Role::kEntry && kind == Kind::kString &&
-               frame.pending_key == "dtype") {
-      entries.back().dtype = *text;
+      metadata.emplace_back(key_, *text);
+    } else if (parent == Role::kEntry && kind == Kind::kString && key_ == "dtype" && !counting_) {
+      const std::optional<Dtype> dtype = ParseDtype(*text);
+      if (dtype) {
+        tensors.back().dtype = *dtype;
+      } else {
+        Mark(kDtypeBad);
+      }
     }
     return true;
   }
@@ -299,15 +377,15 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
   // nlohmann's lexer also takes a NUL byte for the end of input, so "{}\0x"
   // would pass; a NUL is never valid JSON text, raw or inside a string.
   const bool has_nul = std::memchr(header, 0, n) != nullptr;
-  HeaderSax sax;
-  const bool parsed =
-      !has_bom && !has_nul && nlohmann::json::sax_parse(header, header + n, &sax,
-                                            nlohmann::json::input_format_t::json,
-                                            /*strict=*/true,
-                                            /*ignore_comments=*/false);
-  if (!parsed) {
+  auto parse = [&](HeaderSax* sax) {
+    return !has_bom && !has_nul &&
+           nlohmann::json::sax_parse(header, header + n, sax, nlohmann::json::input_format_t::json,
+                                     /*strict=*/true, /*ignore_comments=*/false);
+  };
+  HeaderSax counter(/*counting=*/true);
+  if (!parse(&counter)) {
     std::string why = "header is not UTF-8 JSON with an object at the top";
-    if (sax.depth_exceeded) why = "header nests deeper than 64 containers";
+    if (counter.depth_exceeded) why = "header nests deeper than 64 containers";
     if (has_bom) why = "header starts with a byte order mark";
     if (has_nul) why = "header contains a NUL byte";
     return sink.Refuse("ST-004", "", "header", 8, why);
@@ -320,45 +398,61 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
               "header length " + std::to_string(n) +
                   " is not padded to a multiple of 8");
   }
-  if (sax.duplicate_key) {
+  // The same text again, into storage the first pass sized exactly.
+  HeaderSax sax(/*counting=*/false, counter.entry_count, counter.shape_item_count);
+  parse(&sax);
+  std::vector<TensorEntry>& tensors = sax.tensors;
+
+  // Entries by name: the order ST-007..ST-010 visit them in, and where the
+  // top object's duplicate keys sit side by side (ST-005).
+  std::vector<std::uint32_t> by_name(tensors.size());
+  for (std::uint32_t i = 0; i < by_name.size(); ++i) by_name[i] = i;
+  std::sort(by_name.begin(), by_name.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return tensors[a].name < tensors[b].name;
+  });
+  // ST-005: the top object is the first in document order, so its smallest
+  // duplicated key wins over any inner object's.
+  std::optional<std::string> duplicate;
+  for (std::size_t i = 1; i < by_name.size() && !duplicate; ++i) {
+    if (tensors[by_name[i]].name == tensors[by_name[i - 1]].name) {
+      duplicate = tensors[by_name[i]].name;
+    }
+  }
+  if (sax.metadata_keys > 1 && (!duplicate || std::string_view("__metadata__") < *duplicate)) {
+    duplicate = "__metadata__";
+  }
+  if (!duplicate && sax.inner_duplicate) duplicate = sax.inner_duplicate_key;
+  if (duplicate) {
     return sink.Refuse("ST-005", "", "header", 8,
-                       "key \"" + sax.duplicate_key_name +
-                           "\" appears twice in one object");
+                       "key \"" + *duplicate + "\" appears twice in one object");
   }
   if (sax.metadata_bad) {
     return sink.Refuse("ST-006", "", "__metadata__", 8,
                        "__metadata__ is not an object of string values");
   }
 
-  std::vector<EntryRecord>& entries = sax.entries;
-  std::sort(entries.begin(), entries.end(),
-            [](const EntryRecord& a, const EntryRecord& b) { return a.name < b.name; });
-  std::vector<TensorEntry> tensors(entries.size());
-
-  for (std::size_t i = 0; i < entries.size(); ++i) {  // ST-007
-    const EntryRecord& e = entries[i];
+  for (std::uint32_t i : by_name) {  // ST-007
+    const std::uint16_t f = sax.facts[i];
     std::string problem;
     std::string field;
-    if (e.not_object) {
+    if (f & kNotObject) {
       problem = "entry is not an object", field = "";
-    } else if (!e.has_dtype) {
+    } else if (!(f & kHasDtype)) {
       problem = "entry lacks dtype", field = "dtype";
-    } else if (!e.has_shape) {
+    } else if (!(f & kHasShape)) {
       problem = "entry lacks shape", field = "shape";
-    } else if (!e.has_offsets) {
+    } else if (!(f & kHasOffsets)) {
       problem = "entry lacks data_offsets", field = "data_offsets";
-    } else if (e.dtype_bad || !ParseDtype(e.dtype)) {
+    } else if (f & kDtypeBad) {
       problem = "dtype is not a known dtype string", field = "dtype";
-    } else if (e.shape_bad) {
+    } else if (f & kShapeBad) {
       problem = "shape is not an array of non-negative integers",
       field = "shape";
     }
-    if (!problem.empty()) return sink.Refuse("ST-007", e.name, field, 8, problem);
-    tensors[i].name = e.name;
-    tensors[i].dtype = *ParseDtype(e.dtype);
-    tensors[i].shape = e.shape;
+    if (!problem.empty()) return sink.Refuse("ST-007", tensors[i].name, field, 8, problem);
   }
-  for (TensorEntry& t : tensors) {  // ST-008
+  for (std::uint32_t i : by_name) {  // ST-008
+    TensorEntry& t = tensors[i];
     std::uint64_t count = 1;
     bool overflow = false;
     for (std::uint64_t d : t.shape) overflow |= MulOverflows(count, d, &count);
@@ -371,16 +465,15 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
     }
     t.element_count = count;
   }
-  for (std::size_t i = 0; i < entries.size(); ++i) {  // ST-009
-    const EntryRecord& e = entries[i];
-    if (e.offsets_bad || e.offsets.size() != 2 || e.offsets[0] > e.offsets[1]) {
-      return sink.Refuse("ST-009", e.name, "data_offsets", 8,
+  for (std::uint32_t i : by_name) {  // ST-009
+    const TensorEntry& t = tensors[i];
+    if ((sax.facts[i] & kOffsetsBad) || t.begin > t.end) {
+      return sink.Refuse("ST-009", t.name, "data_offsets", 8,
                          "data_offsets is not [begin, end] with begin <= end");
     }
-    tensors[i].begin = e.offsets[0];
-    tensors[i].end = e.offsets[1];
   }
-  for (const TensorEntry& t : tensors) {  // ST-010
+  for (std::uint32_t i : by_name) {  // ST-010
+    const TensorEntry& t = tensors[i];
     const DtypeInfo& info = InfoOf(t.dtype);
     if (info.is_block) continue;  // RBQ-004 checks block dtypes
     const std::uint64_t bits = t.element_count * info.bits;  // ST-008 passed
@@ -393,6 +486,8 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
                              : std::to_string(bits / 8)));
     }
   }
+  by_name = {};
+  sax.facts = {};
   std::sort(tensors.begin(), tensors.end(),
             [](const TensorEntry& a, const TensorEntry& b) {
               if (a.begin != b.begin) return a.begin < b.begin;
@@ -432,6 +527,8 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
   c.metadata = std::move(sax.metadata);
   std::sort(c.metadata.begin(), c.metadata.end());
   c.tensors = std::move(tensors);
+  // A moved vector keeps its buffer, so the shapes' views stay valid.
+  c.shape_items = std::make_shared<const std::vector<std::uint64_t>>(std::move(sax.shape_items));
   return result;
 }
 
@@ -507,32 +604,80 @@ namespace {
 // One JSON object written member by member, in first-insertion order, with
 // the text nlohmann::ordered_json::dump() gives (compact, its string
 // escaping). A key set again keeps its first place and takes the new value,
-// as ordered_json's operator[] does; the index makes that O(log n) per
-// member instead of ordered_json's linear key search, which made a header of
-// n tensors O(n^2) (issue 9, 100k tensors took 14 s).
+// as ordered_json's operator[] does. Members are resolved by sorting their
+// keys once (O(n log n); ordered_json's linear key search made a header of
+// n tensors O(n^2), issue 9), and a member costs a view of its key and its
+// value text in one buffer, so the text is the one large allocation
+// (issue 9, section 3: a decoded header of 1M tiny entries).
 class JsonObjectWriter {
  public:
-  void Set(const std::string& key, std::string value_json) {
-    const auto [it, inserted] = index_.emplace(key, members_.size());
-    if (inserted) {
-      members_.emplace_back(nlohmann::json(key).dump(), std::move(value_json));
-    } else {
-      members_[it->second].second = std::move(value_json);
-    }
+  // KEY is viewed, not copied: it must outlive the writer.
+  void Set(std::string_view key, std::string_view value_json) {
+    members_.push_back({key, values_.size(), value_json.size()});
+    values_.append(value_json);
   }
-  std::string Text() const {
-    std::string out = "{";
+  // The bytes Append will add.
+  std::size_t TextSize() {
+    Resolve();
+    std::size_t size = 2;  // the braces
+    bool first = true;
     for (std::size_t i = 0; i < members_.size(); ++i) {
-      if (i != 0) out.push_back(',');
-      out.append(members_[i].first).push_back(':');
-      out.append(members_[i].second);
+      if (value_of_[i] == kDropped) continue;
+      size += (first ? 0 : 1) + nlohmann::json(members_[i].key).dump().size() + 1 +
+              members_[value_of_[i]].value_size;
+      first = false;
     }
-    return out + "}";
+    return size;
+  }
+  void Append(std::string* out) {
+    Resolve();
+    out->push_back('{');
+    bool first = true;
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      if (value_of_[i] == kDropped) continue;
+      if (!first) out->push_back(',');
+      first = false;
+      out->append(nlohmann::json(members_[i].key).dump()).push_back(':');
+      const Member& value = members_[value_of_[i]];
+      out->append(values_, value.value_begin, value.value_size);
+    }
+    out->push_back('}');
+  }
+  std::string Text() {
+    std::string out;
+    out.reserve(TextSize());
+    Append(&out);
+    return out;
   }
 
  private:
-  std::map<std::string, std::size_t> index_;
-  std::vector<std::pair<std::string, std::string>> members_;  // escaped key, value text
+  static constexpr std::size_t kDropped = SIZE_MAX;
+  struct Member {
+    std::string_view key;
+    std::size_t value_begin, value_size;  // in values_
+  };
+  // value_of_[i]: for the first member of each key, the last member with
+  // that key (whose value is written there); kDropped for the others.
+  void Resolve() {
+    if (value_of_.size() == members_.size()) return;
+    std::vector<std::size_t> by_key(members_.size());
+    for (std::size_t i = 0; i < by_key.size(); ++i) by_key[i] = i;
+    std::stable_sort(by_key.begin(), by_key.end(), [&](std::size_t a, std::size_t b) {
+      return members_[a].key < members_[b].key;
+    });
+    value_of_.assign(members_.size(), kDropped);
+    for (std::size_t run = 0; run < by_key.size();) {
+      std::size_t last = run;
+      while (last + 1 < by_key.size() && members_[by_key[last + 1]].key == members_[by_key[run]].key) {
+        ++last;
+      }
+      value_of_[by_key[run]] = by_key[last];
+      run = last + 1;
+    }
+  }
+  std::vector<Member> members_;
+  std::string values_;
+  std::vector<std::size_t> value_of_;
 };
 
 std::string JsonUnsignedArray(const std::vector<std::uint64_t>& values) {
@@ -562,12 +707,14 @@ std::string BuildHeader(const std::vector<TensorToWrite>& tensors,
                            JsonUnsignedArray({offset, offset + t.byte_size}) + "}");
     offset += t.byte_size;
   }
-  std::string json = header.Text();
-  json.append((8 - json.size() % 8) % 8, ' ');  // ST-102 padding
+  const std::size_t text_size = header.TextSize();
+  const std::uint64_t n = text_size + (8 - text_size % 8) % 8;  // ST-102 padding
   std::string out(8, '\0');
-  const std::uint64_t n = json.size();
+  out.reserve(8 + n);
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
-  return out + json;
+  header.Append(&out);
+  out.append(n - text_size, ' ');
+  return out;
 }
 
 std::vector<std::uint8_t> SerializeSafetensors(

@@ -12,7 +12,10 @@
 #ifndef QUANTDIFF_CODECS_SAFETENSORS_H_
 #define QUANTDIFF_CODECS_SAFETENSORS_H_
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,10 +42,37 @@ struct DtypeInfo {
 std::optional<Dtype> ParseDtype(std::string_view name);
 const DtypeInfo& InfoOf(Dtype dtype);
 
+// A tensor's dimensions: a view into the one array of shape items its
+// container holds (Container::shape_items), so that a header of many tiny
+// entries costs no vector per entry (issue 9, section 3). Reads like the
+// std::vector it replaces, and converts to one.
+class Shape {
+ public:
+  Shape() = default;
+  Shape(const std::uint64_t* items, std::size_t size) : items_(items), size_(size) {}
+  const std::uint64_t* begin() const { return items_; }
+  const std::uint64_t* end() const { return items_ + size_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  std::uint64_t operator[](std::size_t i) const { return items_[i]; }
+  std::uint64_t back() const { return items_[size_ - 1]; }
+  operator std::vector<std::uint64_t>() const { return {begin(), end()}; }
+  friend bool operator==(const Shape& a, const std::vector<std::uint64_t>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+  friend bool operator==(const Shape& a, const Shape& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  const std::uint64_t* items_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 struct TensorEntry {
   std::string name;
   Dtype dtype = Dtype::kU8;
-  std::vector<std::uint64_t> shape;
+  Shape shape;  // into Container::shape_items
   std::uint64_t element_count = 1;
   std::uint64_t begin = 0;  // relative to the data section
   std::uint64_t end = 0;
@@ -55,6 +85,9 @@ struct Container {
   bool has_metadata = false;
   std::vector<std::pair<std::string, std::string>> metadata;  // sorted by key
   std::vector<TensorEntry> tensors;  // sorted by (begin, end, name)
+  // Every entry's shape items, back to back (TensorEntry::shape views them);
+  // shared, so that a copied container's views stay valid.
+  std::shared_ptr<const std::vector<std::uint64_t>> shape_items;
 
   const std::uint8_t* Data(const TensorEntry& t) const {
     return file.data + data_start + t.begin;

@@ -18,25 +18,27 @@ TensorTable TensorTable::FromShards(std::vector<Container> shards) {
   TensorTable table;
   table.containers_ = std::move(shards);
   table.header_offset_ = 8;
-  std::size_t count = 0;
-  for (const Container& c : table.containers_) count += c.tensors.size();
-  table.tensors_.reserve(count);
-  table.sources_.reserve(count);
   // Each container is in (begin, end, name) order already, so shard after
   // shard is the merged order.
-  for (std::size_t s = 0; s < table.containers_.size(); ++s) {
-    const Container& c = table.containers_[s];
-    for (std::size_t i = 0; i < c.tensors.size(); ++i) {
-      const TensorEntry& e = c.tensors[i];
-      table.tensors_.push_back({e.name, e.dtype, e.shape, e.element_count, e.end - e.begin,
-                                c.data_start + e.begin, c.data_start + e.end, true,
-                                static_cast<std::uint32_t>(s)});
-      table.sources_.push_back(
-          {c.Data(e), static_cast<std::int64_t>(c.data_start + e.begin), nullptr, i});
-    }
+  for (const Container& c : table.containers_) {
+    table.shard_begin_.push_back(table.shard_begin_.back() + c.tensors.size());
   }
-  table.materialised_.resize(table.tensors_.size());
   return table;
+}
+
+std::pair<const Container*, std::size_t> TensorTable::Locate(std::size_t i) const {
+  const std::size_t s = static_cast<std::size_t>(
+      std::upper_bound(shard_begin_.begin(), shard_begin_.end(), i) - shard_begin_.begin() - 1);
+  return {&containers_[s], i - shard_begin_[s]};
+}
+
+TableTensor TensorTable::operator[](std::size_t i) const {
+  if (pickle_) return tensors_[i];
+  const auto [c, entry] = Locate(i);
+  const TensorEntry& e = c->tensors[entry];
+  return {e.name, e.dtype, e.shape, e.element_count, e.end - e.begin,
+          c->data_start + e.begin, c->data_start + e.end, true,
+          static_cast<std::uint32_t>(c - containers_.data())};
 }
 
 TensorTable TensorTable::FromPt(PtResult pickle) {
@@ -61,8 +63,9 @@ std::size_t TensorTable::AddValueTensor(std::uint32_t all_tensors_index, std::st
 }
 
 void TensorTable::AddPt(const PtTensor& t, std::string name, bool listed) {
-  tensors_.push_back({std::move(name), t.dtype, t.shape, t.numel, t.numel * PtItemSize(t.dtype),
-                      t.begin, t.end, listed});
+  names_->push_back(std::move(name));
+  tensors_.push_back({names_->back(), t.dtype, Shape(t.shape.data(), t.shape.size()), t.numel,
+                      t.numel * PtItemSize(t.dtype), t.begin, t.end, listed});
   Source s;
   s.view = &t;
   // A contiguous little-endian view is its bytes in place (docs/pt.md 5.3).
@@ -75,6 +78,10 @@ void TensorTable::AddPt(const PtTensor& t, std::string name, bool listed) {
 }
 
 const std::uint8_t* TensorTable::Data(std::size_t i) const {
+  if (!pickle_) {
+    const auto [c, entry] = Locate(i);
+    return c->Data(c->tensors[entry]);
+  }
   const Source& s = sources_[i];
   if (s.in_place != nullptr) return s.in_place;
   if (!materialised_[i]) {
@@ -84,6 +91,10 @@ const std::uint8_t* TensorTable::Data(std::size_t i) const {
 }
 
 std::int64_t TensorTable::ByteOffset(std::size_t i, std::uint64_t k) const {
+  if (!pickle_) {
+    const auto [c, entry] = Locate(i);
+    return static_cast<std::int64_t>(c->data_start + c->tensors[entry].begin + k);
+  }
   const Source& s = sources_[i];
   if (s.in_place != nullptr || s.view == nullptr) return s.offset + static_cast<std::int64_t>(k);
   const std::uint64_t isz = PtItemSize(s.view->dtype);
@@ -92,12 +103,12 @@ std::int64_t TensorTable::ByteOffset(std::size_t i, std::uint64_t k) const {
 }
 
 bool TensorTable::InStorageOrder(std::size_t i, std::size_t j) const {
-  const TableTensor& a = tensors_[i];
-  const TableTensor& b = tensors_[j];
+  const TableTensor a = (*this)[i];
+  const TableTensor b = (*this)[j];
   if (a.shard != b.shard) return a.shard < b.shard;
   if (a.begin != b.begin) return a.begin < b.begin;
   if (a.end != b.end) return a.end < b.end;
-  return a.name < b.name;  // std::string compares bytes as unsigned char
+  return a.name < b.name;  // std::string_view compares bytes as unsigned char
 }
 
 const std::string* TensorTable::Metadata(std::string_view key) const {
@@ -109,11 +120,11 @@ const std::string* TensorTable::Metadata(std::string_view key) const {
 }
 
 bool TensorTable::StreamFloat(std::size_t i, std::size_t index, TensorSink& sink) const {
-  const Source& s = sources_[i];
-  if (s.view == nullptr) {
-    const Container& c = containers_[tensors_[i].shard];
-    return StreamFloatTensor(c, c.tensors[s.entry], index, sink);
+  if (!pickle_) {
+    const auto [c, entry] = Locate(i);
+    return StreamFloatTensor(*c, c->tensors[entry], index, sink);
   }
+  const Source& s = sources_[i];
   // A .pt view (docs/pt.md 5.3) goes kChunkValues elements at a time: a
   // broadcast view of a small storage never exists whole in memory.
   // DecodePtRange refuses only a non-floating dtype, checked here first.
@@ -126,14 +137,18 @@ bool TensorTable::StreamFloat(std::size_t i, std::size_t index, TensorSink& sink
 
 bool TensorTable::StreamFloats(TensorSink& sink) const {
   std::vector<std::size_t> order;
-  for (std::size_t i = 0; i < tensors_.size(); ++i) {
-    if (tensors_[i].listed && IsFloatDtype(tensors_[i].dtype)) order.push_back(i);
+  for (std::size_t i = 0; i < size(); ++i) {
+    const TableTensor t = (*this)[i];
+    if (t.listed && IsFloatDtype(t.dtype)) order.push_back(i);
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return InStorageOrder(a, b); });
   std::vector<TensorInfo> plan;
   plan.reserve(order.size());
-  for (std::size_t i : order) plan.push_back({tensors_[i].name, tensors_[i].shape});
+  for (std::size_t i : order) {
+    const TableTensor t = (*this)[i];
+    plan.push_back({std::string(t.name), t.shape});
+  }
   if (!sink.Plan(plan)) return false;
   for (std::size_t j = 0; j < order.size(); ++j) {
     if (!StreamFloat(order[j], j, sink)) return false;

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,10 +31,12 @@ namespace qd::codec {
 struct PtResult;
 struct PtTensor;
 
+// A view: name and shape point into the table (or its container), which
+// outlives it.
 struct TableTensor {
-  std::string name;
+  std::string_view name;
   Dtype dtype = Dtype::kU8;
-  std::vector<std::uint64_t> shape;
+  Shape shape;
   std::uint64_t element_count = 1;
   std::uint64_t byte_length = 0;  // the bytes Data() holds
   // Ordering keys, absolute file offsets: safetensors 8 + N + begin / end;
@@ -58,9 +61,10 @@ class TensorTable {
   // An accepted .pt reading (not refused); tensors in the table's flattening order.
   static TensorTable FromPt(PtResult pickle);
 
-  std::size_t size() const { return tensors_.size(); }
-  const TableTensor& operator[](std::size_t i) const { return tensors_[i]; }
-  const std::vector<TableTensor>& tensors() const { return tensors_; }
+  std::size_t size() const { return pickle_ ? tensors_.size() : shard_begin_.back(); }
+  // Built on each call for a safetensors container (the table keeps no
+  // second record per entry, issue 9 section 3); stored for a .pt reading.
+  TableTensor operator[](std::size_t i) const;
 
   // The C-order little-endian bytes of tensor i (byte_length of them).
   const std::uint8_t* Data(std::size_t i) const;
@@ -100,15 +104,22 @@ class TensorTable {
     const std::uint8_t* in_place = nullptr;  // null: materialise from the pt view
     std::int64_t offset = 0;                 // in place: offset of byte 0
     const PtTensor* view = nullptr;          // .pt tensors
-    std::size_t entry = 0;                   // safetensors: index in its shard's tensors
   };
   void AddPt(const PtTensor& t, std::string name, bool listed);
 
+  // .pt only (a safetensors table reads its container's entries).
   std::vector<TableTensor> tensors_;
+  // tensors_' names: a deque, so appending keeps the views valid; shared,
+  // so that a copied table's views do too.
+  std::shared_ptr<std::deque<std::string>> names_ = std::make_shared<std::deque<std::string>>();
   std::vector<Source> sources_;
   mutable std::vector<std::unique_ptr<std::vector<std::uint8_t>>> materialised_;
   std::int64_t header_offset_ = 8;
   std::vector<Container> containers_;     // safetensors: one per shard
+  // Table index of each shard's first tensor, and the size last: tensor i
+  // is entry i - shard_begin_[s] of shard s (safetensors only).
+  std::vector<std::size_t> shard_begin_ = {0};
+  std::pair<const Container*, std::size_t> Locate(std::size_t i) const;
   std::shared_ptr<const PtResult> pickle_;  // .pt (shared: tables copy cheaply)
 };
 

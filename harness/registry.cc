@@ -5,11 +5,13 @@
 #include "codecs/bnb.h"
 #include "codecs/bnb_pt_layers.h"
 #include "codecs/gptq.h"
+#include "codecs/model_dir.h"
 #include "codecs/pt.h"
 #include "codecs/rbq.h"
 #include "codecs/safetensors.h"
 #include "generators/generators.h"
 #include "oracles/bnb.h"
+#include "oracles/model_dir.h"
 #include "oracles/bnb_pt_layers.h"
 #include "oracles/gptq.h"
 #include "oracles/pt.h"
@@ -258,6 +260,33 @@ bool StartsWithAny(const std::vector<std::string_view>& prefixes, std::string_vi
   });
 }
 }  // namespace
+
+bool DirFormatEntry::OwnsRule(std::string_view rule_id) const {
+  return StartsWithAny(rule_prefixes, rule_id);
+}
+
+namespace {
+qd::Outcome CodecModelDir(const qd::ModelDirListing& listing) {
+  return codec::DecodeModelDir(listing);
+}
+qd::Outcome OracleModelDir(const qd::ModelDirListing& listing) {
+  return oracle::ReadModelDir(listing);
+}
+}  // namespace
+
+const DirFormatEntry& ModelDirFormat() {
+  static const DirFormatEntry entry = {
+      .name = "model_dir",
+      .rule_prefixes = {"IDX-"},
+      .summary = "model directories: weight set, sharded index, merged tensor table (docs/model_dir.md)",
+      .codec_read = &CodecModelDir,
+      .oracle_read = &OracleModelDir,
+      .generate_valid = &gen::ModelDirValid,
+      .violable_rules = &gen::ModelDirViolableRules,
+      .generate_violation = &gen::ModelDirViolation,
+  };
+  return entry;
+}
 
 bool FormatEntry::OwnsRule(std::string_view rule_id) const {
   return StartsWithAny(rule_prefixes, rule_id);

@@ -86,6 +86,23 @@ struct FormatEntry {
   bool ReachesRule(std::string_view rule_id) const;
 };
 
+// A model directory (docs/model_dir.md): one input made of several files,
+// read by each side's directory reader over the same listing. It owns the
+// IDX- rules; the formats of the tensors inside stay the file formats'.
+struct DirFormatEntry {
+  std::string_view name;  // "model_dir": the rules' family
+  std::vector<std::string_view> rule_prefixes;
+  std::string_view summary;
+  qd::Outcome (*codec_read)(const qd::ModelDirListing& listing);
+  qd::Outcome (*oracle_read)(const qd::ModelDirListing& listing);
+  gen::GeneratedDir (*generate_valid)(Rng& rng);
+  std::vector<std::string> (*violable_rules)();
+  gen::GeneratedDir (*generate_violation)(std::string_view rule, Rng& rng);
+
+  bool OwnsRule(std::string_view rule_id) const;
+};
+const DirFormatEntry& ModelDirFormat();
+
 // Most specific first; "safetensors" (the container alone) is last.
 const std::vector<FormatEntry>& Formats();
 const FormatEntry* FindFormat(std::string_view name);

@@ -138,7 +138,9 @@ class LockstepComparer : public qd::TensorSink {
       : oracle_(oracle), target_(target) {}
 
   bool Plan(const std::vector<qd::TensorInfo>& tensors) override {
-    codec_plan_ = tensors;
+    codec_names_.clear();
+    codec_names_.reserve(tensors.size());
+    for (const qd::TensorInfo& t : tensors) codec_names_.push_back(t.name);
     codec_planned_ = true;
     codec_at_.Start(tensors);
     const Event e = oracle_->Next();
@@ -169,14 +171,14 @@ class LockstepComparer : public qd::TensorSink {
       if (oracle_chunk_.tensor != chunk.tensor ||
           oracle_chunk_.first + oracle_used_ != chunk.first + done) {
         Diverge(Signature("tensor-header"),
-                "tensor " + codec_plan_[chunk.tensor].name + ": the codec's value " +
+                "tensor " + codec_names_[chunk.tensor] + ": the codec's value " +
                     std::to_string(chunk.first + done) + " met the oracle's value " +
                     std::to_string(oracle_chunk_.first + oracle_used_) + " of tensor " +
                     std::to_string(oracle_chunk_.tensor));
         return true;
       }
       if (auto d = CompareValues(chunk.values + done, oracle_chunk_.values + oracle_used_, n,
-                                 codec_plan_[chunk.tensor].name, chunk.first + done, target_)) {
+                                 codec_names_[chunk.tensor], chunk.first + done, target_)) {
         Diverge(std::move(*d));
         return true;
       }
@@ -191,7 +193,7 @@ class LockstepComparer : public qd::TensorSink {
     if (first_ || !codec_planned_) return;
     if (!codec_at_.AtEnd()) {
       Diverge(Signature("tensor-header"),
-              "the codec's values of tensor " + codec_plan_[codec_at_.tensor()].name +
+              "the codec's values of tensor " + codec_names_[codec_at_.tensor()] +
                   " stopped at element " + std::to_string(codec_at_.next()));
       return;
     }
@@ -255,7 +257,9 @@ class LockstepComparer : public qd::TensorSink {
 
   Handoff* oracle_;
   std::string_view target_;
-  std::vector<qd::TensorInfo> codec_plan_;
+  // The codec's tensor names, for messages after its reader has returned
+  // (not its whole plan: a shape vector a tensor, issue 9 section 3).
+  std::vector<std::string> codec_names_;
   bool codec_planned_ = false;
   bool oracle_planned_ = false;
   Position codec_at_;

@@ -34,6 +34,7 @@
 #include <utility>
 
 #include "oracles/json.h"
+#include "oracles/merged_table.h"
 #include "quantdiff/tensor_sink.h"
 #include "oracles/safetensors.h"
 
@@ -670,6 +671,7 @@ bool CheckStatisticsFinite(const Context& ctx, const LayerPlan& plan, Reporter& 
   }
   if (blockwise_quant_map != nullptr) stats.push_back({blockwise_quant_map, "quant_map", false});
   std::sort(stats.begin(), stats.end(), [](const Statistic& a, const Statistic& b) {
+    if (a.tensor->shard != b.tensor->shard) return a.tensor->shard < b.tensor->shard;
     if (a.tensor->begin != b.tensor->begin) return a.tensor->begin < b.tensor->begin;
     if (a.tensor->end != b.tensor->end) return a.tensor->end < b.tensor->end;
     return a.tensor->name < b.tensor->name;
@@ -1146,28 +1148,33 @@ struct Output {
 // ---------------------------------------------------------------------------
 // Section 10: the tables and the readers.
 
-BnbTable BnbTableFromContainer(qd::ByteView file, const Container& container) {
+BnbTable BnbTableFromMerged(const MergedTable& merged) {
   BnbTable table;
   table.header_offset = kSafetensorsHeaderOffset;
-  table.has_metadata = container.has_metadata;
-  table.metadata = container.metadata;
-  for (const ContainerTensor& source : container.tensors) {
+  table.has_metadata = merged.has_metadata;
+  table.metadata = merged.metadata;
+  for (const TableTensor& source : merged.tensors) {
     BnbTensor tensor;
     tensor.name = source.name;
     tensor.dtype = source.dtype;
     tensor.shape = source.shape;
     tensor.element_count = source.element_count;
     tensor.byte_length = source.end - source.begin;
+    tensor.shard = source.shard;
     tensor.begin = source.begin;
     tensor.end = source.end;
-    // In place: byte k of the data is at 8 + N + begin + k.
-    const std::uint64_t at = container.data_start + source.begin;
-    const std::uint8_t* data = file.data + at;
+    // In place: byte k of the data is at 8 + N + begin + k of its shard.
+    const std::uint64_t at = source.data_start + source.begin;
+    const std::uint8_t* data = source.data;
     tensor.bytes = [data]() { return data; };
     tensor.byte_offset = [at](std::uint64_t k) { return static_cast<std::int64_t>(at + k); };
     table.tensors.push_back(std::move(tensor));
   }
   return table;
+}
+
+BnbTable BnbTableFromContainer(qd::ByteView file, const Container& container) {
+  return BnbTableFromMerged(TableOfFile(file, container));
 }
 
 bool StreamBnbTable(const BnbTable& table, const std::string& file_name, qd::Outcome* outcome,
@@ -1356,8 +1363,9 @@ bool IsBnbFile(qd::ByteView file) {
   qd::Outcome container_findings;
   Container container;
   if (!CheckContainer(file, "", &container_findings, &container)) return false;
-  const BnbTable table = BnbTableFromContainer(file, container);
-  return !FindLayers(table, IndexOf(table)).empty();
+  return HasBnbLayer(BnbTableFromContainer(file, container));
 }
+
+bool HasBnbLayer(const BnbTable& table) { return !FindLayers(table, IndexOf(table)).empty(); }
 
 }  // namespace qd::oracle

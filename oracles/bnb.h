@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "oracles/merged_table.h"
 #include "oracles/safetensors.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
@@ -80,7 +81,10 @@ struct BnbTensor {
   std::uint64_t element_count = 0;  // product of shape (1 for rank 0)
   std::uint64_t byte_length = 0;    // "the data is exactly L bytes" compares this
   // Ordering keys: "sorted by (data begin, data end, name bytes)" and "in
-  // storage order, the tensors taken by data offset" (docs/pt.md 6.4).
+  // storage order, the tensors taken by data offset" (docs/pt.md 6.4); in a
+  // model directory's merged table the shard rank comes first
+  // (docs/model_dir.md 4; 0 in a single file).
+  std::size_t shard = 0;
   std::uint64_t begin = 0;
   std::uint64_t end = 0;
   // The byte_length C-order little-endian bytes. The checks call it only
@@ -131,7 +135,7 @@ struct BnbTable {
   // has none.
   bool has_metadata = false;
   std::vector<std::pair<std::string, std::string>> metadata;
-  // Sorted by (begin, end, name bytes).
+  // Sorted by (shard, begin, end, name bytes).
   std::vector<BnbTensor> tensors;
   // The list layout (a .pt file only): the states, and how the container's
   // side maps one (given its id and its name W.quant_state).
@@ -142,6 +146,14 @@ struct BnbTable {
 // The table of an accepted safetensors container (CheckContainer passed).
 // The tensors point into file.
 BnbTable BnbTableFromContainer(qd::ByteView file, const Container& container);
+// The table of a model directory's merged shards (docs/model_dir.md 4): each
+// tensor's bytes and byte offsets are its shard's.
+BnbTable BnbTableFromMerged(const MergedTable& merged);
+
+// Detection over a table: at least one layer of the "Layers" table or a
+// list-layout state (the table of a .pt file or of a model directory's
+// merged shards, docs/model_dir.md 4).
+bool HasBnbLayer(const BnbTable& table);
 
 // Runs docs/bnb.md (and docs/pt.md 7.4 for list states) over a table.
 // Returns false, with nothing appended, when the table holds no

@@ -11,7 +11,8 @@
 //   6. layer checks L1..L10 [3]
 //   7. unpacking: continuous and planar fields [4], zeros [5]
 //   8. dequantization and the decoded output [6, 7]
-//   9. StreamGptqFile, ReadGptqFile
+//   9. StreamGptqTable (one file or a model directory's merged table),
+//      StreamGptqFile, ReadGptqFile
 //  10. PackGptq [8]
 #include "oracles/gptq.h"
 
@@ -26,6 +27,7 @@
 #include "oracles/bytes.h"
 #include "oracles/finding.h"
 #include "oracles/json.h"
+#include "oracles/merged_table.h"
 #include "quantdiff/tensor_sink.h"
 #include "oracles/safetensors.h"
 
@@ -51,8 +53,8 @@ std::uint32_t Mask(int bits) {
 }
 
 // 8 + N_hdr + begin + j as a byte_offset, saturated at INT64_MAX.
-std::int64_t DataOffset(const Container& container, const ContainerTensor& tensor, Wide j) {
-  const Wide offset = static_cast<Wide>(container.data_start) + static_cast<Wide>(tensor.begin) + j;
+std::int64_t DataOffset(const TableTensor& tensor, Wide j) {
+  const Wide offset = static_cast<Wide>(tensor.data_start) + static_cast<Wide>(tensor.begin) + j;
   const Wide limit = static_cast<Wide>(std::numeric_limits<std::int64_t>::max());
   return static_cast<std::int64_t>(offset > limit ? limit : offset);
 }
@@ -575,24 +577,25 @@ bool IsQuantMember(const std::string& suffix) {
 
 struct Layer {
   std::string prefix;
-  // Indexes into container.tensors, -1 when absent.
+  // Indexes into the table's tensors, -1 when absent.
   int qweight = -1;
   int qzeros = -1;
   int scales = -1;
   int g_idx = -1;
   int bias = -1;
   int weight = -1;
-  std::vector<int> siblings;  // unknown P+x, in container order
+  std::vector<int> siblings;  // unknown P+x, in table order
   int anchor = -1;
 };
 
-// Every layer, in anchor order. container.tensors is already sorted by
-// (begin, end, name), so anchor order is the order of the anchors' indexes.
-std::vector<Layer> FindLayers(const Container& container) {
-  const int count = static_cast<int>(container.tensors.size());
-  std::vector<std::string> prefixes(container.tensors.size());
-  std::vector<std::string> suffixes(container.tensors.size());
-  for (int i = 0; i < count; ++i) SplitName(container.tensors[i].name, &prefixes[i], &suffixes[i]);
+// Every layer, in anchor order. The tensors are already sorted by (shard,
+// begin, end, name) (docs/model_dir.md 4: one file is one shard), so anchor
+// order is the order of the anchors' indexes.
+std::vector<Layer> FindLayers(const std::vector<TableTensor>& tensors) {
+  const int count = static_cast<int>(tensors.size());
+  std::vector<std::string> prefixes(tensors.size());
+  std::vector<std::string> suffixes(tensors.size());
+  for (int i = 0; i < count; ++i) SplitName(tensors[i].name, &prefixes[i], &suffixes[i]);
   // The prefixes that own a quantized member.
   std::vector<Layer> layers;
   std::map<std::string, std::size_t> by_prefix;
@@ -603,7 +606,7 @@ std::vector<Layer> FindLayers(const Container& container) {
     layer.prefix = prefixes[i];
     layers.push_back(layer);
   }
-  // Every tensor P+x of a layer P, in container order.
+  // Every tensor P+x of a layer P, in table order.
   for (int i = 0; i < count; ++i) {
     const auto found = by_prefix.find(prefixes[i]);
     if (found == by_prefix.end()) continue;
@@ -657,19 +660,18 @@ Wide GroupCount(Wide k, std::int64_t group_size) {
 // Section 6: the layer checks L1..L10.
 
 struct LayerContext {
-  qd::ByteView file;
+  const std::vector<TableTensor>& tensors;
   const std::string& file_name;
-  const Container& container;
   const Settings& settings;
 };
 
-const ContainerTensor& TensorAt(const LayerContext& ctx, int index) {
-  return ctx.container.tensors[static_cast<std::size_t>(index)];
+const TableTensor& TensorAt(const LayerContext& ctx, int index) {
+  return ctx.tensors[static_cast<std::size_t>(index)];
 }
 
 // F16, BF16 or F32 scale element `index` widened to binary32.
-float LoadScale(const LayerContext& ctx, const ContainerTensor& tensor, std::uint64_t index) {
-  const std::uint8_t* data = ctx.file.data + ctx.container.data_start + tensor.begin;
+float LoadScale(const TableTensor& tensor, std::uint64_t index) {
+  const std::uint8_t* data = tensor.data;
   if (tensor.dtype == "F32") return FloatFromBits(LoadU32(data + 4 * index));
   if (tensor.dtype == "F16") return HalfToFloat(LoadU16(data + 2 * index));
   // BF16: the top 16 bits of a binary32.
@@ -679,12 +681,12 @@ float LoadScale(const LayerContext& ctx, const ContainerTensor& tensor, std::uin
 std::uint64_t DtypeSize(const std::string& dtype) { return dtype == "F32" ? 4 : 2; }
 
 // I32 element `index` of a tensor, as u32.
-std::uint32_t LoadWord(const LayerContext& ctx, const ContainerTensor& tensor, std::uint64_t index) {
-  return LoadU32(ctx.file.data + ctx.container.data_start + tensor.begin + 4 * index);
+std::uint32_t LoadWord(const TableTensor& tensor, std::uint64_t index) {
+  return LoadU32(tensor.data + 4 * index);
 }
 
 // The zero field (g, n) of a layer, section 4 (forward declaration).
-std::uint32_t ZeroField(const LayerContext& ctx, const ContainerTensor& qzeros,
+std::uint32_t ZeroField(const LayerContext& ctx, const TableTensor& qzeros,
                         const Geometry& geometry, std::uint64_t g, std::uint64_t n);
 
 bool CheckLayer(const LayerContext& ctx, const Layer& layer, Reporter& report,
@@ -734,7 +736,7 @@ bool CheckLayer(const LayerContext& ctx, const Layer& layer, Reporter& report,
                  {layer.bias, true, 1}};
   for (const auto& member : members) {
     if (member.index < 0) continue;  // only the bias is optional
-    const ContainerTensor& tensor = TensorAt(ctx, member.index);
+    const TableTensor& tensor = TensorAt(ctx, member.index);
     const bool dtype_ok = member.is_float ? (tensor.dtype == "F16" || tensor.dtype == "BF16" ||
                                              tensor.dtype == "F32")
                                           : tensor.dtype == "I32";
@@ -750,10 +752,10 @@ bool CheckLayer(const LayerContext& ctx, const Layer& layer, Reporter& report,
     }
   }
 
-  const ContainerTensor& qweight = TensorAt(ctx, layer.qweight);
-  const ContainerTensor& qzeros = TensorAt(ctx, layer.qzeros);
-  const ContainerTensor& scales = TensorAt(ctx, layer.scales);
-  const ContainerTensor& g_idx = TensorAt(ctx, layer.g_idx);
+  const TableTensor& qweight = TensorAt(ctx, layer.qweight);
+  const TableTensor& qzeros = TensorAt(ctx, layer.qzeros);
+  const TableTensor& scales = TensorAt(ctx, layer.scales);
+  const TableTensor& g_idx = TensorAt(ctx, layer.g_idx);
 
   // Geometry (section 2), in 128 bits.
   const Wide rows = static_cast<Wide>(qweight.shape[0]);
@@ -790,7 +792,7 @@ bool CheckLayer(const LayerContext& ctx, const Layer& layer, Reporter& report,
                             ", expected [" + WideToString(g) + ", " + WideToString(n) + "]");
   }
   if (layer.bias >= 0 && static_cast<Wide>(TensorAt(ctx, layer.bias).shape[0]) != n) {
-    const ContainerTensor& bias = TensorAt(ctx, layer.bias);
+    const TableTensor& bias = TensorAt(ctx, layer.bias);
     return report.Error("GPTQ-105", file, bias.name, "shape", kHeaderOffset,
                         bias.name + " has shape " + ShapeToString(bias.shape) + ", expected [" +
                             WideToString(n) + "]");
@@ -808,10 +810,10 @@ bool CheckLayer(const LayerContext& ctx, const Layer& layer, Reporter& report,
   geometry->g = static_cast<std::uint64_t>(g);
   const std::int64_t groups = static_cast<std::int64_t>(g);  // g <= k + 1
   for (std::uint64_t kk = 0; kk < geometry->k; ++kk) {
-    const std::int32_t group = static_cast<std::int32_t>(LoadWord(ctx, g_idx, kk));
+    const std::int32_t group = static_cast<std::int32_t>(LoadWord(g_idx, kk));
     if (group < 0 || group >= groups) {
       return report.Error("GPTQ-004", file, g_idx.name, "g_idx",
-                          DataOffset(ctx.container, g_idx, static_cast<Wide>(4) * kk),
+                          DataOffset(g_idx, static_cast<Wide>(4) * kk),
                           g_idx.name + "[" + std::to_string(kk) + "] is " +
                               std::to_string(group) + ", not a group in 0.." +
                               std::to_string(groups - 1),
@@ -822,10 +824,10 @@ bool CheckLayer(const LayerContext& ctx, const Layer& layer, Reporter& report,
   for (std::uint64_t gg = 0; gg < geometry->g; ++gg) {
     for (std::uint64_t nn = 0; nn < geometry->n; ++nn) {
       const std::uint64_t index = gg * geometry->n + nn;
-      if (IsInfOrNan(LoadScale(ctx, scales, index))) {
+      if (IsInfOrNan(LoadScale(scales, index))) {
         return report.Error(
             "GPTQ-106", file, scales.name, "scales",
-            DataOffset(ctx.container, scales,
+            DataOffset(scales,
                        static_cast<Wide>(index) * static_cast<Wide>(DtypeSize(scales.dtype))),
             scales.name + "[" + std::to_string(gg) + "][" + std::to_string(nn) +
                 "] is an infinity or a NaN",
@@ -843,7 +845,7 @@ bool CheckLayer(const LayerContext& ctx, const Layer& layer, Reporter& report,
         const Wide j = static_cast<Wide>(4) *
                        (static_cast<Wide>(gg) * words_per_row + (static_cast<Wide>(nn) * b) / 32);
         report.Warning("GPTQ-107", file, qzeros.name, "qzeros",
-                       DataOffset(ctx.container, qzeros, j),
+                       DataOffset(qzeros, j),
                        "the v1 zero field (" + std::to_string(gg) + ", " + std::to_string(nn) +
                            ") is " + std::to_string(Mask(b)) + ", so the zero point is 2^" +
                            std::to_string(b) +
@@ -921,12 +923,12 @@ std::uint32_t Field(const std::string& format, const Stream& stream, std::uint64
   return format == "gptq_p" ? PlanarField(stream, i, b) : ContinuousField(stream, i, b);
 }
 
-std::uint32_t ZeroField(const LayerContext& ctx, const ContainerTensor& qzeros,
+std::uint32_t ZeroField(const LayerContext& ctx, const TableTensor& qzeros,
                         const Geometry& geometry, std::uint64_t g, std::uint64_t n) {
   // Row g of qzeros is one stream along the row: C = N / 32 * b words.
   const std::uint64_t words_per_row = geometry.n / 32 * static_cast<std::uint64_t>(ctx.settings.bits);
   Stream stream;
-  stream.base = ctx.file.data + ctx.container.data_start + qzeros.begin;
+  stream.base = qzeros.data;
   stream.first = g * words_per_row;
   stream.stride = 1;
   return Field(ctx.settings.format, stream, n, ctx.settings.bits);
@@ -934,17 +936,17 @@ std::uint32_t ZeroField(const LayerContext& ctx, const ContainerTensor& qzeros,
 
 // code(k, n): field k of qweight column n (a stream down the rows: word j
 // is qweight[j][n]).
-std::uint32_t CodeField(const LayerContext& ctx, const ContainerTensor& qweight,
+std::uint32_t CodeField(const LayerContext& ctx, const TableTensor& qweight,
                         const Geometry& geometry, std::uint64_t k, std::uint64_t n) {
   Stream stream;
-  stream.base = ctx.file.data + ctx.container.data_start + qweight.begin;
+  stream.base = qweight.data;
   stream.first = n;
   stream.stride = geometry.n;
   return Field(ctx.settings.format, stream, k, ctx.settings.bits);
 }
 
 // zero(g, n), section 5: v1 adds 1 without masking; v2 and planar do not.
-std::int32_t ZeroPoint(const LayerContext& ctx, const ContainerTensor& qzeros,
+std::int32_t ZeroPoint(const LayerContext& ctx, const TableTensor& qzeros,
                        const Geometry& geometry, std::uint64_t g, std::uint64_t n) {
   const std::uint32_t field = ZeroField(ctx, qzeros, geometry, g, n);
   if (ctx.settings.format == "gptq") return static_cast<std::int32_t>(field) + 1;
@@ -958,8 +960,8 @@ std::int32_t ZeroPoint(const LayerContext& ctx, const ContainerTensor& qzeros,
 // gives a caller that asks for them).
 void LayerCodes(const LayerContext& ctx, const Layer& layer, const Geometry& geometry,
                 GptqLayerCodes* codes) {
-  const ContainerTensor& qweight = TensorAt(ctx, layer.qweight);
-  const ContainerTensor& qzeros = TensorAt(ctx, layer.qzeros);
+  const TableTensor& qweight = TensorAt(ctx, layer.qweight);
+  const TableTensor& qzeros = TensorAt(ctx, layer.qzeros);
   const std::uint64_t K = geometry.k;
   const std::uint64_t N = geometry.n;
   const std::uint64_t G = geometry.g;
@@ -989,10 +991,10 @@ void LayerCodes(const LayerContext& ctx, const Layer& layer, const Geometry& geo
 // a few rows n at a time; row n is output feature n over every k.
 bool StreamLayerWeight(const LayerContext& ctx, const Layer& layer, const Geometry& geometry,
                        std::size_t index, qd::TensorSink& sink) {
-  const ContainerTensor& qweight = TensorAt(ctx, layer.qweight);
-  const ContainerTensor& qzeros = TensorAt(ctx, layer.qzeros);
-  const ContainerTensor& scales = TensorAt(ctx, layer.scales);
-  const ContainerTensor& g_idx = TensorAt(ctx, layer.g_idx);
+  const TableTensor& qweight = TensorAt(ctx, layer.qweight);
+  const TableTensor& qzeros = TensorAt(ctx, layer.qzeros);
+  const TableTensor& scales = TensorAt(ctx, layer.scales);
+  const TableTensor& g_idx = TensorAt(ctx, layer.g_idx);
   const std::uint64_t K = geometry.k;
   const std::uint64_t N = geometry.n;
   const std::uint64_t G = geometry.g;
@@ -1008,14 +1010,14 @@ bool StreamLayerWeight(const LayerContext& ctx, const Layer& layer, const Geomet
       for (std::uint64_t k = 0; k < K; ++k) {
         // g = g_idx[k], checked to be in 0..G-1 by L8.
         const std::uint64_t g =
-            static_cast<std::uint64_t>(static_cast<std::int32_t>(LoadWord(ctx, g_idx, k)));
+            static_cast<std::uint64_t>(static_cast<std::int32_t>(LoadWord(g_idx, k)));
         // 1. c and z, integers; c - z in -256..255.
         const std::int32_t c = static_cast<std::int32_t>(CodeField(ctx, qweight, geometry, k, n));
         const std::int32_t z = zeros[g];
         // 2. d = (float)(c - z): exact; 0 gives +0.0.
         const float d = static_cast<float>(c - z);
         // 3. s = scales[g][n] widened to binary32.
-        const float s = LoadScale(ctx, scales, g * N + n);
+        const float s = LoadScale(scales, g * N + n);
         // 4. one binary32 multiplication, round to nearest even.
         const float product = d * s;
         row[k] = product;
@@ -1027,59 +1029,55 @@ bool StreamLayerWeight(const LayerContext& ctx, const Layer& layer, const Geomet
 }  // namespace
 
 // ---------------------------------------------------------------------------
-// Section 9: StreamGptqFile, ReadGptqFile.
+// Section 9: StreamGptqTable, StreamGptqFile, ReadGptqFile.
 
-qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
-                           const std::vector<qd::SideFile>& configs, qd::TensorSink& sink,
-                           std::vector<GptqLayerCodes>* layers) {
-  qd::Outcome outcome;
-  Container container;
-  // The container rules first.
-  if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
-  Reporter report(&outcome);
+bool StreamGptqTable(const MergedTable& table, const std::string& file_name,
+                     const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
+                     qd::TensorSink& sink, std::vector<GptqLayerCodes>* layers) {
+  Reporter report(outcome);
 
   // C1: every present source, in priority order.
   std::vector<Config> sources;
   for (const qd::SideFile& side : configs) {
     bool is_source = false;
     Config config;
-    if (!ReadConfigSource(side, report, &is_source, &config)) return outcome;
+    if (!ReadConfigSource(side, report, &is_source, &config)) return false;
     if (is_source) sources.push_back(std::move(config));
   }
   // C2 CFG-003: no source is left.
   if (sources.empty()) {
-    report.Error("CFG-003", file_name, "", "config", kNoOffset,
-                 "no quantize config was found for the file");
-    return outcome;
+    return report.Error("CFG-003", file_name, "", "config", kNoOffset,
+                        "no quantize config was found for the file");
   }
   // C3..C11 on the winner.
   Settings settings;
-  if (!CheckWinner(sources, report, &settings)) return outcome;
+  if (!CheckWinner(sources, report, &settings)) return false;
 
   // L1..L10, layer by layer in anchor order.
-  const std::vector<Layer> found = FindLayers(container);
-  const LayerContext ctx{file, file_name, container, settings};
+  const std::vector<TableTensor>& tensors = table.tensors;
+  const std::vector<Layer> found = FindLayers(tensors);
+  const LayerContext ctx{tensors, file_name, settings};
   std::vector<Geometry> geometries;
   for (const Layer& layer : found) {
     Geometry geometry;
-    if (!CheckLayer(ctx, layer, report, &geometry)) return outcome;
+    if (!CheckLayer(ctx, layer, report, &geometry)) return false;
     geometries.push_back(geometry);
   }
 
-  // Section 7: the outcome's tensors in (begin, end, name) order of their
-  // source: a layer's P+weight at its qweight, every other floating tensor
-  // (biases included) widened; a layer's scales are consumed by its weight,
-  // integer tensors outside layers are left out.
-  std::vector<int> layer_of_qweight(container.tensors.size(), -1);
-  std::vector<bool> is_layer_scales(container.tensors.size(), false);
+  // Section 7: the outcome's tensors in table order of their source: a
+  // layer's P+weight at its qweight, every other floating tensor (biases
+  // included) widened; a layer's scales are consumed by its weight, integer
+  // tensors outside layers are left out.
+  std::vector<int> layer_of_qweight(tensors.size(), -1);
+  std::vector<bool> is_layer_scales(tensors.size(), false);
   for (std::size_t l = 0; l < found.size(); ++l) {
     layer_of_qweight[static_cast<std::size_t>(found[l].qweight)] = static_cast<int>(l);
     is_layer_scales[static_cast<std::size_t>(found[l].scales)] = true;
   }
   std::vector<std::size_t> decoded;
   std::vector<qd::TensorInfo> plan;
-  for (std::size_t t = 0; t < container.tensors.size(); ++t) {
-    const ContainerTensor& tensor = container.tensors[t];
+  for (std::size_t t = 0; t < tensors.size(); ++t) {
+    const TableTensor& tensor = tensors[t];
     const int l = layer_of_qweight[t];
     if (l >= 0) {
       const Geometry& geometry = geometries[static_cast<std::size_t>(l)];
@@ -1095,15 +1093,27 @@ qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
     layers->assign(found.size(), GptqLayerCodes());
     for (std::size_t l = 0; l < found.size(); ++l) LayerCodes(ctx, found[l], geometries[l], &(*layers)[l]);
   }
-  if (!sink.Plan(plan)) return outcome;
+  if (!sink.Plan(plan)) return true;
   for (std::size_t i = 0; i < decoded.size(); ++i) {
-    const std::size_t t = decoded[i];
-    const int l = layer_of_qweight[t];
-    const bool more = l >= 0 ? StreamLayerWeight(ctx, found[static_cast<std::size_t>(l)],
-                                                 geometries[static_cast<std::size_t>(l)], i, sink)
-                             : StreamFloatTensor(file, container, container.tensors[t], i, sink);
+    const TableTensor& tensor = tensors[decoded[i]];
+    const int l = layer_of_qweight[decoded[i]];
+    const bool more =
+        l >= 0 ? StreamLayerWeight(ctx, found[static_cast<std::size_t>(l)],
+                                   geometries[static_cast<std::size_t>(l)], i, sink)
+               : StreamFloatElements(tensor.dtype, tensor.data, tensor.element_count, i, sink);
     if (!more) break;
   }
+  return true;
+}
+
+qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
+                           const std::vector<qd::SideFile>& configs, qd::TensorSink& sink,
+                           std::vector<GptqLayerCodes>* layers) {
+  qd::Outcome outcome;
+  Container container;
+  // The container rules first.
+  if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
+  StreamGptqTable(TableOfFile(file, container), file_name, configs, &outcome, sink, layers);
   return outcome;
 }
 
@@ -1247,7 +1257,10 @@ bool PackGptq(const std::string& format, int bits, std::int64_t in_features,
 bool IsGptqFile(qd::ByteView file) {
   qd::Outcome container_findings;
   Container container;
-  return CheckContainer(file, "", &container_findings, &container) && !FindLayers(container).empty();
+  return CheckContainer(file, "", &container_findings, &container) &&
+         HasGptqLayer(TableOfFile(file, container));
 }
+
+bool HasGptqLayer(const MergedTable& table) { return !FindLayers(table.tensors).empty(); }
 
 }  // namespace qd::oracle

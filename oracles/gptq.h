@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "oracles/merged_table.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
 
@@ -43,6 +44,22 @@ qd::Outcome ReadGptqFile(qd::ByteView file, const std::string& file_name,
 qd::Outcome StreamGptqFile(qd::ByteView file, const std::string& file_name,
                            const std::vector<qd::SideFile>& configs, qd::TensorSink& sink,
                            std::vector<GptqLayerCodes>* layers = nullptr);
+
+// The checks after the container rules (docs/gptq.md section 3 with the
+// config sources in priority order) and the decoded output (section 7) over
+// a table of accepted containers: one file (StreamGptqFile), or a model
+// directory's shards merged (docs/model_dir.md section 4: the orders
+// "(data begin, data end, name bytes)" take the shard rank first, byte
+// offsets are each tensor's shard's). Findings are appended to *outcome,
+// naming FILE_NAME (config findings name their source); the first error
+// sets refused and returns false. Otherwise the plan and the tensors go to
+// SINK and LAYERS as in StreamGptqFile; returns true.
+bool StreamGptqTable(const MergedTable& table, const std::string& file_name,
+                     const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
+                     qd::TensorSink& sink, std::vector<GptqLayerCodes>* layers = nullptr);
+
+// docs/gptq.md section 2, Detection, over a table: at least one layer.
+bool HasGptqLayer(const MergedTable& table);
 
 // docs/gptq.md section 2, Detection: the container accepts the file and it
 // has at least one layer (a tensor named P+qweight, P+qzeros, P+scales or

@@ -27,11 +27,13 @@ constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 class JsonParser {
  public:
   JsonParser(const std::uint8_t* bytes, std::size_t size, std::uint32_t array_items_kept,
-             const std::vector<std::string_view>* members_kept, JsonDocument* document)
+             const std::vector<std::string_view>* members_kept,
+             const JsonMemberVisitor* visit_member, JsonDocument* document)
       : bytes_(bytes),
         size_(size),
         array_items_kept_(array_items_kept),
         members_kept_(members_kept),
+        visit_member_(visit_member),
         document_(document) {}
 
   // JSON-text = ws object ws  (this format requires the value to be an object).
@@ -180,7 +182,16 @@ class JsonParser {
         document_->nodes[child].key_begin = key_begin;
         document_->nodes[child].key_size = key_size;
       }
-      AppendChild(object, &last, child);
+      if (depth == 1 && visit_member_ != nullptr) {
+        // Handed over, then dropped: the member's nodes and value text go,
+        // its key stays (json.h).
+        (*visit_member_)(*document_, child);
+        document_->nodes[object].child_count += 1;
+        document_->nodes.resize(child);
+        document_->text.resize(key_begin + key_size);
+      } else {
+        AppendChild(object, &last, child);
+      }
       SkipWhitespace();
       if (AtEnd()) return Fail("the object is not closed");
       if (bytes_[pos_] == ',') {
@@ -432,6 +443,7 @@ class JsonParser {
   std::size_t pos_ = 0;
   std::uint32_t array_items_kept_;
   const std::vector<std::string_view>* members_kept_;  // null: every member
+  const JsonMemberVisitor* visit_member_;              // null: every member kept
   int skipping_ = 0;  // > 0 while inside an array item that is not kept
   JsonDocument* document_;
   std::string error_;
@@ -502,9 +514,10 @@ bool IsStrictUtf8(const std::uint8_t* bytes, std::size_t size, std::size_t* bad_
 
 bool ParseJsonObjectText(const std::uint8_t* bytes, std::size_t size, JsonDocument* document,
                          JsonError* error, std::uint32_t array_items_kept,
-                         const std::vector<std::string_view>* members_kept) {
+                         const std::vector<std::string_view>* members_kept,
+                         const JsonMemberVisitor* visit_member) {
   *document = JsonDocument{};
-  JsonParser parser(bytes, size, array_items_kept, members_kept, document);
+  JsonParser parser(bytes, size, array_items_kept, members_kept, visit_member, document);
   if (!parser.ParseText()) {
     error->what = parser.error();
     error->position = parser.error_position();

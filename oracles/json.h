@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,9 +92,18 @@ struct JsonError {
 // children): the value is parsed and checked, duplicate keys included, but
 // not kept (a quant_state with a 10 MB unknown member, issue 9, 3). On
 // failure returns false and fills *error; *document is then unspecified.
+//
+// With visit_member given, each member of the top-level object is handed to
+// it as soon as it is parsed (document.Key(member) is its key, the member
+// node and its children its value), and then dropped: only its key stays in
+// the text, and nodes[0] has no children left (child_count still counts
+// them). A header of n tensor entries then never holds n entries' nodes
+// (issue 9, section 3). Duplicate keys are still found.
+using JsonMemberVisitor = std::function<void(const JsonDocument& document, std::uint32_t member)>;
 bool ParseJsonObjectText(const std::uint8_t* bytes, std::size_t size, JsonDocument* document,
                          JsonError* error, std::uint32_t array_items_kept = kNoNode,
-                         const std::vector<std::string_view>* members_kept = nullptr);
+                         const std::vector<std::string_view>* members_kept = nullptr,
+                         const JsonMemberVisitor* visit_member = nullptr);
 
 // IsStrictUtf8, then ParseJsonObjectText. A UTF-8 failure is reported as
 // "not strict UTF-8" at the bad byte.

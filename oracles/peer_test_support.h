@@ -72,6 +72,24 @@ inline const qd::DecodedTensor* FindDecoded(const qd::Outcome& outcome, const st
   return nullptr;
 }
 
+// "" when every tensor of WANT is in GOT's tensors with its shape and the
+// bits of every value; otherwise the first tensor that is not, and why.
+inline std::string FirstTensorNotHeld(const qd::Outcome& got,
+                                      const std::vector<qd::DecodedTensor>& want) {
+  for (const qd::DecodedTensor& tensor : want) {
+    const qd::DecodedTensor* held = FindDecoded(got, tensor.name);
+    if (held == nullptr) return tensor.name + ": missing";
+    if (held->shape != tensor.shape) return tensor.name + ": another shape";
+    if (held->values.size() != tensor.values.size()) return tensor.name + ": another value count";
+    for (std::size_t i = 0; i < tensor.values.size(); ++i) {
+      if (Bits(held->values[i]) != Bits(tensor.values[i])) {
+        return tensor.name + ": value " + std::to_string(i) + " differs in its bits";
+      }
+    }
+  }
+  return "";
+}
+
 // The verdict and every finding with all its fields, for failure messages.
 inline std::string Describe(const qd::Outcome& outcome) {
   std::ostringstream text;

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <tuple>
 
@@ -106,19 +107,180 @@ bool CheckLengthPrefix(qd::ByteView file, Reporter& report, std::uint64_t* heade
 }
 
 // ---------------------------------------------------------------------------
-// Section 2: the header text. The UTF-8 check and the JSON parser live in
-// json.cc (shared with the bitsandbytes reader).
+// Sections 2 to 5 read the header in one pass: the JSON parser hands each
+// top-level member over as soon as it is parsed and then drops its nodes
+// (json.h), so what is kept of an entry is its ContainerTensor and the
+// first problem each later rule would report, not its JSON (issue 9,
+// section 3). The rules are still applied in catalogue order afterwards.
+
+// The first problem an entry has for one rule, found while its nodes exist.
+struct EntryProblem {
+  const char* field;
+  std::string message;
+};
+
+// What ST-007..ST-010 need of one entry besides its ContainerTensor.
+struct EntryFacts {
+  int bits = 0;                      // bits per element; 0 for a block dtype
+  bool block = false;
+  std::int32_t entry_problem = -1;   // ST-007: an index into the problems, or -1
+  std::int32_t offsets_problem = -1; // ST-009
+};
+
+// Everything the one pass over the header collects.
+struct HeaderFacts {
+  bool has_metadata = false;
+  std::int32_t metadata_problem = -1;  // ST-006
+  std::vector<std::pair<std::string, std::string>> metadata;
+  std::vector<ContainerTensor> tensors;  // header order
+  std::vector<EntryFacts> facts;         // beside tensors
+  std::vector<EntryProblem> problems;
+};
+
+// Bits per element of a known dtype, 0 for the block dtypes, -1 when unknown.
+int DtypeBits(std::string_view dtype) {
+  if (dtype == "BOOL" || dtype == "U8" || dtype == "I8") return 8;
+  if (dtype == "F8_E5M2" || dtype == "F8_E4M3" || dtype == "F8_E8M0") return 8;
+  if (dtype == "F4") return 4;
+  if (dtype == "F6_E2M3" || dtype == "F6_E3M2") return 6;
+  if (dtype == "I16" || dtype == "U16" || dtype == "F16" || dtype == "BF16") return 16;
+  if (dtype == "I32" || dtype == "U32" || dtype == "F32") return 32;
+  if (dtype == "C64" || dtype == "F64" || dtype == "I64" || dtype == "U64") return 64;
+  if (dtype == "Q4B32" || dtype == "Q8B32") return 0;
+  return -1;
+}
+
+bool IsBlockDtype(std::string_view dtype) { return dtype == "Q4B32" || dtype == "Q8B32"; }
+
+// A non-negative integer: a JSON number token of digits only whose value
+// fits in 64 bits.
+bool ReadNonNegativeInteger(const JsonDocument& document, std::uint32_t node, std::uint64_t* value) {
+  return JsonToUint64(document, node, value);
+}
+
+// Section 4 (ST-006): __metadata__ is an object whose values are all
+// strings (null is not). Returns the problem, if any.
+std::optional<EntryProblem> ReadMetadata(const JsonDocument& document, std::uint32_t metadata,
+                                         HeaderFacts* facts) {
+  facts->metadata.clear();
+  if (document.nodes[metadata].kind != JsonKind::kObject) {
+    return EntryProblem{"__metadata__", "__metadata__ is not an object"};
+  }
+  facts->has_metadata = true;
+  for (std::uint32_t child = document.nodes[metadata].first_child; child != kNoNode;
+       child = document.nodes[child].next_sibling) {
+    if (document.nodes[child].kind != JsonKind::kString) {
+      return EntryProblem{"__metadata__", "__metadata__ value \"" + std::string(document.Key(child)) +
+                                              "\" is not a string"};
+    }
+    facts->metadata.emplace_back(std::string(document.Key(child)), std::string(document.Text(child)));
+  }
+  return std::nullopt;
+}
+
+// Section 5, ST-007: the entry is an object with dtype, shape and
+// data_offsets, a known dtype string and a shape array of non-negative
+// integers. Fills tensor->dtype, tensor->shape and *facts as it goes.
+std::optional<EntryProblem> ReadEntryFields(const JsonDocument& document, std::uint32_t entry,
+                                            ContainerTensor* tensor, EntryFacts* facts) {
+  if (document.nodes[entry].kind != JsonKind::kObject) {
+    return EntryProblem{"", "the tensor entry is not an object"};
+  }
+  const std::uint32_t dtype = document.FindMember(entry, "dtype");
+  const std::uint32_t shape = document.FindMember(entry, "shape");
+  const std::uint32_t offsets = document.FindMember(entry, "data_offsets");
+  if (dtype == kNoNode) return EntryProblem{"dtype", "the tensor entry lacks dtype"};
+  if (shape == kNoNode) return EntryProblem{"shape", "the tensor entry lacks shape"};
+  if (offsets == kNoNode) return EntryProblem{"data_offsets", "the tensor entry lacks data_offsets"};
+  if (document.nodes[dtype].kind != JsonKind::kString) {
+    return EntryProblem{"dtype", "dtype is not a string"};
+  }
+  const int bits = DtypeBits(document.Text(dtype));
+  if (bits < 0) {
+    return EntryProblem{"dtype", "dtype \"" + std::string(document.Text(dtype)) + "\" is not known"};
+  }
+  tensor->dtype = std::string(document.Text(dtype));
+  facts->bits = bits;
+  facts->block = IsBlockDtype(tensor->dtype);
+  if (document.nodes[shape].kind != JsonKind::kArray) {
+    return EntryProblem{"shape", "shape is not an array"};
+  }
+  // ST-007 decision: rank at most 64 (the items past it were not kept).
+  if (document.nodes[shape].child_count > kMaxRank) {
+    return EntryProblem{"shape", "shape has " + std::to_string(document.nodes[shape].child_count) +
+                                     " items, more than 64"};
+  }
+  tensor->shape.reserve(document.nodes[shape].child_count);
+  for (std::uint32_t item = document.nodes[shape].first_child; item != kNoNode;
+       item = document.nodes[item].next_sibling) {
+    std::uint64_t dimension = 0;
+    if (!ReadNonNegativeInteger(document, item, &dimension)) {
+      return EntryProblem{"shape", "a shape item is not a non-negative 64-bit integer"};
+    }
+    tensor->shape.push_back(dimension);
+  }
+  return std::nullopt;
+}
+
+// Section 5, ST-009: data_offsets is an array of exactly two non-negative
+// integers with begin <= end. Fills tensor->begin and tensor->end.
+std::optional<EntryProblem> ReadDataOffsets(const JsonDocument& document, std::uint32_t entry,
+                                            ContainerTensor* tensor) {
+  const std::uint32_t offsets = document.FindMember(entry, "data_offsets");
+  if (document.nodes[offsets].kind != JsonKind::kArray || document.nodes[offsets].child_count != 2) {
+    return EntryProblem{"data_offsets", "data_offsets is not an array of two integers"};
+  }
+  const std::uint32_t first = document.nodes[offsets].first_child;
+  const std::uint32_t second = document.nodes[first].next_sibling;
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+  if (!ReadNonNegativeInteger(document, first, &begin) ||
+      !ReadNonNegativeInteger(document, second, &end)) {
+    return EntryProblem{"data_offsets", "a data_offsets item is not a non-negative 64-bit integer"};
+  }
+  if (begin > end) {
+    return EntryProblem{"data_offsets", "data_offsets begin " + std::to_string(begin) +
+                                            " is after end " + std::to_string(end)};
+  }
+  tensor->begin = begin;
+  tensor->end = end;
+  return std::nullopt;
+}
+
+// One top-level member, as the parser hands it over.
+void ReadMember(const JsonDocument& document, std::uint32_t member, HeaderFacts* header) {
+  auto note = [&](std::optional<EntryProblem> problem) -> std::int32_t {
+    if (!problem) return -1;
+    header->problems.push_back(std::move(*problem));
+    return static_cast<std::int32_t>(header->problems.size() - 1);
+  };
+  if (document.Key(member) == "__metadata__") {
+    header->metadata_problem = note(ReadMetadata(document, member, header));
+    return;
+  }
+  ContainerTensor tensor;
+  tensor.name = std::string(document.Key(member));
+  EntryFacts facts;
+  facts.entry_problem = note(ReadEntryFields(document, member, &tensor, &facts));
+  // data_offsets matter only once ST-007 has passed for every entry.
+  if (facts.entry_problem < 0) facts.offsets_problem = note(ReadDataOffsets(document, member, &tensor));
+  header->tensors.push_back(std::move(tensor));
+  header->facts.push_back(facts);
+}
 
 // ST-004: the header is strict UTF-8 JSON whose top level is an object.
 bool CheckHeaderJson(const std::uint8_t* header, std::uint64_t size, Reporter& report,
-                     JsonDocument* document) {
+                     JsonDocument* document, HeaderFacts* facts) {
   std::size_t bad = 0;
   if (!IsStrictUtf8(header, size, &bad)) {
     return report.Error("ST-004", "", "header", kHeaderOffset,
                         "header byte " + std::to_string(bad) + " is not strict UTF-8");
   }
   JsonError error;
-  if (!ParseJsonObjectText(header, size, document, &error, kMaxRank)) {
+  const JsonMemberVisitor visit = [&](const JsonDocument& d, std::uint32_t member) {
+    ReadMember(d, member, facts);
+  };
+  if (!ParseJsonObjectText(header, size, document, &error, kMaxRank, nullptr, &visit)) {
     return report.Error("ST-004", "", "header", kHeaderOffset,
                         "header is not JSON at byte " + std::to_string(error.position) + ": " +
                             error.what);
@@ -155,190 +317,86 @@ bool CheckDuplicateKeys(const JsonDocument& document, Reporter& report) {
 }
 
 // ---------------------------------------------------------------------------
-// Section 4: __metadata__ (ST-006).
+// Section 4: __metadata__ (ST-006), read by ReadMetadata.
 
-bool CheckMetadata(const JsonDocument& document, Reporter& report, Container* container) {
-  const std::uint32_t metadata = document.FindMember(0, "__metadata__");
-  if (metadata == kNoNode) return true;
-  // ST-006: __metadata__ is an object whose values are all strings (null is not).
-  if (document.nodes[metadata].kind != JsonKind::kObject) {
-    return report.Error("ST-006", "", "__metadata__", kHeaderOffset,
-                        "__metadata__ is not an object");
-  }
-  container->has_metadata = true;
-  for (std::uint32_t child = document.nodes[metadata].first_child; child != kNoNode;
-       child = document.nodes[child].next_sibling) {
-    if (document.nodes[child].kind != JsonKind::kString) {
-      return report.Error("ST-006", "", "__metadata__", kHeaderOffset,
-                          "__metadata__ value \"" + std::string(document.Key(child)) +
-                              "\" is not a string");
-    }
-    container->metadata.emplace_back(std::string(document.Key(child)),
-                                     std::string(document.Text(child)));
-  }
-  return true;
+bool CheckMetadata(const HeaderFacts& header, Reporter& report) {
+  if (header.metadata_problem < 0) return true;
+  const EntryProblem& problem = header.problems[static_cast<std::size_t>(header.metadata_problem)];
+  return report.Error("ST-006", "", problem.field, kHeaderOffset, problem.message);
 }
 
 // ---------------------------------------------------------------------------
-// Section 5: the tensor entries (ST-007..ST-010), visited in name order.
+// Section 5: the tensor entries (ST-007..ST-010), visited in name order
+// (by_name holds indices into header.tensors).
 
-// Bits per element of a known dtype, 0 for the block dtypes, -1 when unknown.
-int DtypeBits(std::string_view dtype) {
-  if (dtype == "BOOL" || dtype == "U8" || dtype == "I8") return 8;
-  if (dtype == "F8_E5M2" || dtype == "F8_E4M3" || dtype == "F8_E8M0") return 8;
-  if (dtype == "F4") return 4;
-  if (dtype == "F6_E2M3" || dtype == "F6_E3M2") return 6;
-  if (dtype == "I16" || dtype == "U16" || dtype == "F16" || dtype == "BF16") return 16;
-  if (dtype == "I32" || dtype == "U32" || dtype == "F32") return 32;
-  if (dtype == "C64" || dtype == "F64" || dtype == "I64" || dtype == "U64") return 64;
-  if (dtype == "Q4B32" || dtype == "Q8B32") return 0;
-  return -1;
+bool ReportEntryProblem(const HeaderFacts& header, const char* rule, std::size_t entry,
+                        std::int32_t problem, Reporter& report) {
+  const EntryProblem& p = header.problems[static_cast<std::size_t>(problem)];
+  return report.Error(rule, header.tensors[entry].name, p.field, kHeaderOffset, p.message);
 }
 
-bool IsBlockDtype(std::string_view dtype) { return dtype == "Q4B32" || dtype == "Q8B32"; }
-
-// A non-negative integer: a JSON number token of digits only whose value
-// fits in 64 bits.
-bool ReadNonNegativeInteger(const JsonDocument& document, std::uint32_t node, std::uint64_t* value) {
-  return JsonToUint64(document, node, value);
-}
-
-struct TensorDraft {
-  ContainerTensor tensor;
-  std::uint32_t node = kNoNode;  // the entry value
-  int bits = 0;                  // bits per element; 0 for a block dtype
-  bool block = false;
-};
-
-// ST-007: every entry is an object with a known dtype string and a shape
-// array of non-negative integers (data_offsets must be present).
-bool CheckTensorEntries(const JsonDocument& document, Reporter& report,
-                        std::vector<TensorDraft>* drafts) {
-  for (TensorDraft& draft : *drafts) {
-    const std::string& name = draft.tensor.name;
-    // ST-007: the entry is an object.
-    if (document.nodes[draft.node].kind != JsonKind::kObject) {
-      return report.Error("ST-007", name, "", kHeaderOffset, "the tensor entry is not an object");
-    }
-    const std::uint32_t dtype = document.FindMember(draft.node, "dtype");
-    const std::uint32_t shape = document.FindMember(draft.node, "shape");
-    const std::uint32_t offsets = document.FindMember(draft.node, "data_offsets");
-    // ST-007: dtype, shape and data_offsets are present.
-    if (dtype == kNoNode) {
-      return report.Error("ST-007", name, "dtype", kHeaderOffset, "the tensor entry lacks dtype");
-    }
-    if (shape == kNoNode) {
-      return report.Error("ST-007", name, "shape", kHeaderOffset, "the tensor entry lacks shape");
-    }
-    if (offsets == kNoNode) {
-      return report.Error("ST-007", name, "data_offsets", kHeaderOffset,
-                          "the tensor entry lacks data_offsets");
-    }
-    // ST-007: dtype is a known dtype string.
-    if (document.nodes[dtype].kind != JsonKind::kString) {
-      return report.Error("ST-007", name, "dtype", kHeaderOffset, "dtype is not a string");
-    }
-    const int bits = DtypeBits(document.Text(dtype));
-    if (bits < 0) {
-      return report.Error("ST-007", name, "dtype", kHeaderOffset,
-                          "dtype \"" + std::string(document.Text(dtype)) + "\" is not known");
-    }
-    draft.tensor.dtype = std::string(document.Text(dtype));
-    draft.bits = bits;
-    draft.block = IsBlockDtype(draft.tensor.dtype);
-    // ST-007: shape is an array of non-negative integers.
-    if (document.nodes[shape].kind != JsonKind::kArray) {
-      return report.Error("ST-007", name, "shape", kHeaderOffset, "shape is not an array");
-    }
-    // ST-007 decision: rank at most 64 (the items past it were not kept).
-    if (document.nodes[shape].child_count > kMaxRank) {
-      return report.Error("ST-007", name, "shape", kHeaderOffset,
-                          "shape has " + std::to_string(document.nodes[shape].child_count) +
-                              " items, more than 64");
-    }
-    for (std::uint32_t item = document.nodes[shape].first_child; item != kNoNode;
-         item = document.nodes[item].next_sibling) {
-      std::uint64_t dimension = 0;
-      if (!ReadNonNegativeInteger(document, item, &dimension)) {
-        return report.Error("ST-007", name, "shape", kHeaderOffset,
-                            "a shape item is not a non-negative 64-bit integer");
-      }
-      draft.tensor.shape.push_back(dimension);
-    }
+// ST-007, found by ReadEntryFields.
+bool CheckTensorEntries(const HeaderFacts& header, const std::vector<std::uint32_t>& by_name,
+                        Reporter& report) {
+  for (const std::uint32_t i : by_name) {
+    const std::int32_t problem = header.facts[i].entry_problem;
+    if (problem >= 0) return ReportEntryProblem(header, "ST-007", i, problem, report);
   }
   return true;
 }
 
 // ST-008: the element count, and for non-block dtypes the size in bits,
 // fit in 64 bits. The product is taken left to right over the shape.
-bool CheckTensorSizes(Reporter& report, std::vector<TensorDraft>* drafts) {
-  for (TensorDraft& draft : *drafts) {
+bool CheckTensorSizes(HeaderFacts* header, const std::vector<std::uint32_t>& by_name, Reporter& report) {
+  for (const std::uint32_t i : by_name) {
+    ContainerTensor& tensor = header->tensors[i];
+    const EntryFacts& facts = header->facts[i];
     std::uint64_t count = 1;
-    for (const std::uint64_t dimension : draft.tensor.shape) {
+    for (const std::uint64_t dimension : tensor.shape) {
       // ST-008: the element count overflows.
       if (!MultiplyU64(count, dimension, &count)) {
-        return report.Error("ST-008", draft.tensor.name, "shape", kHeaderOffset,
+        return report.Error("ST-008", tensor.name, "shape", kHeaderOffset,
                             "the element count overflows 64 bits");
       }
     }
-    draft.tensor.element_count = count;
+    tensor.element_count = count;
     std::uint64_t bits = 0;
     // ST-008: the size in bits overflows (not for block dtypes).
-    if (!draft.block && !MultiplyU64(count, static_cast<std::uint64_t>(draft.bits), &bits)) {
-      return report.Error("ST-008", draft.tensor.name, "shape", kHeaderOffset,
+    if (!facts.block && !MultiplyU64(count, static_cast<std::uint64_t>(facts.bits), &bits)) {
+      return report.Error("ST-008", tensor.name, "shape", kHeaderOffset,
                           "the size in bits overflows 64 bits");
     }
   }
   return true;
 }
 
-// ST-009: data_offsets is an array of exactly two non-negative integers with
-// begin <= end.
-bool CheckDataOffsets(const JsonDocument& document, Reporter& report,
-                      std::vector<TensorDraft>* drafts) {
-  for (TensorDraft& draft : *drafts) {
-    const std::string& name = draft.tensor.name;
-    const std::uint32_t offsets = document.FindMember(draft.node, "data_offsets");
-    // ST-009: an array of exactly two non-negative integers, begin <= end.
-    if (document.nodes[offsets].kind != JsonKind::kArray ||
-        document.nodes[offsets].child_count != 2) {
-      return report.Error("ST-009", name, "data_offsets",
-                          kHeaderOffset, "data_offsets is not an array of two integers");
-    }
-    const std::uint32_t first = document.nodes[offsets].first_child;
-    const std::uint32_t second = document.nodes[first].next_sibling;
-    std::uint64_t begin = 0;
-    std::uint64_t end = 0;
-    if (!ReadNonNegativeInteger(document, first, &begin) ||
-        !ReadNonNegativeInteger(document, second, &end)) {
-      return report.Error("ST-009", name, "data_offsets", kHeaderOffset,
-                          "a data_offsets item is not a non-negative 64-bit integer");
-    }
-    if (begin > end) {
-      return report.Error("ST-009", name, "data_offsets", kHeaderOffset,
-                          "data_offsets begin " + std::to_string(begin) + " is after end " +
-                              std::to_string(end));
-    }
-    draft.tensor.begin = begin;
-    draft.tensor.end = end;
+// ST-009, found by ReadDataOffsets.
+bool CheckDataOffsets(const HeaderFacts& header, const std::vector<std::uint32_t>& by_name,
+                      Reporter& report) {
+  for (const std::uint32_t i : by_name) {
+    const std::int32_t problem = header.facts[i].offsets_problem;
+    if (problem >= 0) return ReportEntryProblem(header, "ST-009", i, problem, report);
   }
   return true;
 }
 
 // ST-010 (non-block dtypes): end - begin is element count * bits / 8, and
 // the bits fill whole bytes.
-bool CheckByteLengths(Reporter& report, const std::vector<TensorDraft>& drafts) {
-  for (const TensorDraft& draft : drafts) {
-    if (draft.block) continue;  // checked by RBQ-004
-    const std::uint64_t bits = draft.tensor.element_count * static_cast<std::uint64_t>(draft.bits);
+bool CheckByteLengths(const HeaderFacts& header, const std::vector<std::uint32_t>& by_name,
+                      Reporter& report) {
+  for (const std::uint32_t i : by_name) {
+    const ContainerTensor& tensor = header.tensors[i];
+    const EntryFacts& facts = header.facts[i];
+    if (facts.block) continue;  // checked by RBQ-004
+    const std::uint64_t bits = tensor.element_count * static_cast<std::uint64_t>(facts.bits);
     // ST-010: whole bytes, and end - begin = bits / 8.
     if (bits % 8 != 0) {
-      return report.Error("ST-010", draft.tensor.name, "data_offsets", kHeaderOffset,
+      return report.Error("ST-010", tensor.name, "data_offsets", kHeaderOffset,
                           "the tensor's " + std::to_string(bits) + " bits do not fill whole bytes");
     }
-    if (draft.tensor.end - draft.tensor.begin != bits / 8) {
-      return report.Error("ST-010", draft.tensor.name, "data_offsets", kHeaderOffset,
-                          "data_offsets cover " + std::to_string(draft.tensor.end - draft.tensor.begin) +
+    if (tensor.end - tensor.begin != bits / 8) {
+      return report.Error("ST-010", tensor.name, "data_offsets", kHeaderOffset,
+                          "data_offsets cover " + std::to_string(tensor.end - tensor.begin) +
                               " bytes, the shape and dtype need " + std::to_string(bits / 8));
     }
   }
@@ -408,31 +466,29 @@ bool CheckContainer(qd::ByteView file, const std::string& file_name, qd::Outcome
   const std::uint8_t* header = file.data + 8;
 
   JsonDocument document;
-  if (!CheckHeaderJson(header, header_size, report, &document)) return false;  // ST-004
-  CheckHeaderPadding(header, header_size, report);                             // ST-101, ST-102
-  if (!CheckDuplicateKeys(document, report)) return false;                     // ST-005
-  if (!CheckMetadata(document, report, container)) return false;               // ST-006
+  HeaderFacts facts;
+  if (!CheckHeaderJson(header, header_size, report, &document, &facts)) return false;  // ST-004
+  CheckHeaderPadding(header, header_size, report);                    // ST-101, ST-102
+  if (!CheckDuplicateKeys(document, report)) return false;            // ST-005
+  document = JsonDocument{};  // only the top-level keys were left in it
+  if (!CheckMetadata(facts, report)) return false;                    // ST-006
+  container->has_metadata = facts.has_metadata;
+  container->metadata = std::move(facts.metadata);
 
   // Every other top-level key is a tensor; visit them in name byte order.
-  std::vector<TensorDraft> drafts;
-  for (std::uint32_t child = document.nodes[0].first_child; child != kNoNode;
-       child = document.nodes[child].next_sibling) {
-    if (document.Key(child) == "__metadata__") continue;
-    TensorDraft draft;
-    draft.tensor.name = std::string(document.Key(child));
-    draft.node = child;
-    drafts.push_back(draft);
-  }
-  std::sort(drafts.begin(), drafts.end(),
-            [](const TensorDraft& a, const TensorDraft& b) { return a.tensor.name < b.tensor.name; });
+  std::vector<std::uint32_t> by_name(facts.tensors.size());
+  for (std::uint32_t i = 0; i < by_name.size(); ++i) by_name[i] = i;
+  std::sort(by_name.begin(), by_name.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return facts.tensors[a].name < facts.tensors[b].name;
+  });
+  if (!CheckTensorEntries(facts, by_name, report)) return false;  // ST-007
+  if (!CheckTensorSizes(&facts, by_name, report)) return false;   // ST-008
+  if (!CheckDataOffsets(facts, by_name, report)) return false;    // ST-009
+  if (!CheckByteLengths(facts, by_name, report)) return false;    // ST-010
 
-  if (!CheckTensorEntries(document, report, &drafts)) return false;  // ST-007
-  if (!CheckTensorSizes(report, &drafts)) return false;              // ST-008
-  if (!CheckDataOffsets(document, report, &drafts)) return false;    // ST-009
-  if (!CheckByteLengths(report, drafts)) return false;               // ST-010
-
-  std::vector<ContainerTensor> tensors;
-  for (TensorDraft& draft : drafts) tensors.push_back(std::move(draft.tensor));
+  std::vector<ContainerTensor> tensors = std::move(facts.tensors);
+  by_name = {};
+  facts = HeaderFacts{};
   std::sort(tensors.begin(), tensors.end(), DataOrder);
   std::uint64_t last_end = 0;
   if (!CheckDataLayout(report, tensors, &last_end)) return false;                      // ST-011

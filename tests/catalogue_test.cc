@@ -135,6 +135,10 @@ TEST_F(Catalogue, IdsAreUnique) {
 // "safetensors", "RBQ-" -> "rbq"), and every format's prefix has rules.
 TEST_F(Catalogue, FamiliesAreRegistryFormats) {
   for (const Rule& r : Rules()) {
+    if (qd::harness::ModelDirFormat().OwnsRule(r.id)) {
+      EXPECT_EQ(r.family, qd::harness::ModelDirFormat().name) << r.id;
+      continue;
+    }
     const qd::harness::FormatEntry* owner = OwnerOf(r.id);
     ASSERT_NE(owner, nullptr) << r.id << ": no registry format owns prefix " << Prefix(r.id);
     EXPECT_EQ(r.family, owner->name) << r.id;
@@ -279,6 +283,28 @@ bool WarnedWith(const qd::Outcome& o, const std::string& rule) {
   return false;
 }
 
+// The same for a model-directory rule: the directory generator's instances
+// (docs/model_dir.md) refused with the rule by both directory readers.
+void ExpectDirectoryGeneratorRefusedByBothSides(const std::string& id) {
+  const qd::harness::DirFormatEntry& dir = qd::harness::ModelDirFormat();
+  const std::vector<std::string> violable = dir.violable_rules();
+  if (std::find(violable.begin(), violable.end(), id) == violable.end()) {
+    ADD_FAILURE() << "MUST rule " << id << " has no directory generator in violable_rules()";
+    return;
+  }
+  for (int seed = 1; seed <= kSeedsPerRule; ++seed) {
+    qd::harness::Rng rng(static_cast<std::uint64_t>(seed));
+    const qd::gen::GeneratedDir g = dir.generate_violation(id, rng);
+    const qd::ModelDirListing listing = g.Listing();
+    const qd::Outcome codec = dir.codec_read(listing);
+    const qd::Outcome oracle = dir.oracle_read(listing);
+    EXPECT_TRUE(RefusedWith(codec, id))
+        << "seed " << seed << " (" << g.description << "): codec " << Findings(codec);
+    EXPECT_TRUE(RefusedWith(oracle, id))
+        << "seed " << seed << " (" << g.description << "): oracle " << Findings(oracle);
+  }
+}
+
 TEST_F(Catalogue, EveryMustRuleHasAGeneratorThatBothSidesRefuse) {
   int must_rules = 0;
   for (const Rule& r : Rules()) {
@@ -292,6 +318,10 @@ TEST_F(Catalogue, EveryMustRuleHasAGeneratorThatBothSidesRefuse) {
       for (const std::string& file : r.tested_by) {
         EXPECT_TRUE(fs::exists(kRoot / file)) << r.id << ": tested_by " << file << " does not exist";
       }
+      continue;
+    }
+    if (qd::harness::ModelDirFormat().OwnsRule(r.id)) {
+      ExpectDirectoryGeneratorRefusedByBothSides(r.id);
       continue;
     }
     const qd::harness::FormatEntry* owner = OwnerOf(r.id);

@@ -1,0 +1,36 @@
+// model_dir_differ.cc: the two directory readers through DiffReaders.
+#include "harness/model_dir_differ.h"
+
+#include "harness/differ.h"
+#include "oracles/model_dir.h"
+
+namespace qd::harness {
+
+DirDiff DiffModelDir(const qd::ModelDirListing& listing) {
+  constexpr const char* kTarget = "model_dir";
+  DirDiff d;
+  oracle::ModelDirRead facts;
+  d.streamed = DiffReaders(
+      kTarget,
+      [&](qd::TensorSink& sink) { return codec::StreamModelDir(listing, sink, &d.codec_read); },
+      [&](qd::TensorSink& sink) { return oracle::StreamModelDir(listing, sink, &facts); });
+  d.oracle_format = facts.format;
+  d.oracle_total_size_convention = facts.total_size_convention;
+  // The format decides which rules ran: a different detection is the first
+  // difference, whatever else followed from it.
+  if (d.streamed.codec && d.streamed.oracle) {
+    if (auto detection = CompareDetection(d.codec_read.format, d.oracle_format, kTarget)) {
+      d.streamed.divergence = std::move(detection);
+    } else if (!d.streamed.divergence &&
+               d.codec_read.total_size_convention != d.oracle_total_size_convention) {
+      // Which total_size convention matched is part of the verdict's report.
+      d.streamed.divergence = Divergence{
+          std::string("DIFF:") + kTarget + ":total-size-convention",
+          "the codec matched \"" + d.codec_read.total_size_convention + "\", the oracle \"" +
+              d.oracle_total_size_convention + "\""};
+    }
+  }
+  return d;
+}
+
+}  // namespace qd::harness

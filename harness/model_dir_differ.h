@@ -1,0 +1,32 @@
+// model_dir_differ.h: codec and oracle on the same model directory
+// (docs/model_dir.md), compared as `diff DIR` and the peer tests need:
+// detection first (the format each side found for the merged table), then
+// what DiffReaders compares (verdict, findings, values as they stream).
+//
+//   const qd::harness::DirDiff d = qd::harness::DiffModelDir(listing);
+//   if (d.codec_read.unsupported) ...           // not read yet: exit 2
+//   else if (d.streamed.divergence) ...          // DIFF:model_dir:...
+#ifndef QUANTDIFF_HARNESS_MODEL_DIR_DIFFER_H_
+#define QUANTDIFF_HARNESS_MODEL_DIR_DIFFER_H_
+
+#include <string>
+
+#include "codecs/model_dir.h"
+#include "harness/stream_differ.h"
+#include "quantdiff/plain_data.h"
+
+namespace qd::harness {
+
+struct DirDiff {
+  StreamedDiff streamed;
+  codec::ModelDirRead codec_read;  // the codec's format, shards, total_size convention
+  std::string oracle_format;
+  std::string oracle_total_size_convention;
+};
+
+// Both directory readers on LISTING, the oracle's on a second thread.
+DirDiff DiffModelDir(const qd::ModelDirListing& listing);
+
+}  // namespace qd::harness
+
+#endif  // QUANTDIFF_HARNESS_MODEL_DIR_DIFFER_H_
