@@ -168,6 +168,13 @@ TEST(RegistryProperties, EveryRefusingOrWarningRuleIsGenerated) {
   for (const auto& rule : CatalogueRules()) {
     const std::string id = rule.value("id", "");
     if (rule.value("kind", "") == "decode") continue;
+    // The IDX- rules belong to the directory entry, whose generator makes
+    // directories (model_dir_properties runs them on both readers).
+    if (qd::harness::ModelDirFormat().OwnsRule(id)) {
+      const std::vector<std::string> violable = qd::harness::ModelDirFormat().violable_rules();
+      EXPECT_NE(std::find(violable.begin(), violable.end(), id), violable.end()) << id;
+      continue;
+    }
     const FormatEntry* owner = nullptr;
     for (const FormatEntry& f : qd::harness::Formats()) {
       if (f.OwnsRule(id)) owner = &f;
