@@ -110,7 +110,8 @@ TEST_P(ModelDirPeer, AcceptedDirectoriesDecodeToExpectedBitForBit) {
   int compared = 0;
   const nlohmann::json header = qdtest::HeaderReadByTheTests(expected);
   ASSERT_TRUE(header.is_object());
-  for (const auto& [name, entry] : header.items()) {
+  for (const auto& item : header.items()) {
+    const std::string name = item.key();  // not a structured binding: a lambda captures it
     if (name == "__metadata__") continue;
     const auto it = std::find_if(o.tensors.begin(), o.tensors.end(),
                                  [&](const qd::DecodedTensor& t) { return t.name == name; });
