@@ -93,7 +93,9 @@ bool OpenModelDir(const std::string& dir, ModelDirInput* input, std::string* err
 }
 
 std::string ModelDirNote(const qd::codec::ModelDirRead& read) {
-  std::string note = read.shards == 1 ? "1 weight file" : std::to_string(read.shards) + " shards";
+  std::string note = !read.indexed     ? std::string("1 weight file")
+                     : read.shards == 1 ? std::string("1 shard")
+                                        : std::to_string(read.shards) + " shards";
   if (!read.total_size_convention.empty()) {
     note += ", total_size counts " + read.total_size_convention;
   }

@@ -444,6 +444,7 @@ qd::Outcome DirReader::Run(TensorSink& sink, Kernel kernel) {
     OneFile(sink, kernel);
     return std::move(outcome_);
   }
+  read_->indexed = true;
   Index index;
   if (!ReadIndex(&index) || !CheckShardNames(index)) return std::move(outcome_);
   if (kind_ == WeightKind::kTorch) {

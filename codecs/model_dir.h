@@ -25,6 +25,7 @@ struct ModelDirRead {
   // ("rbq", "pt"); empty when refused before detection.
   std::string format;
   std::size_t shards = 0;  // weight files read (1 without an index)
+  bool indexed = false;    // the set is an index and its shards
   // docs/model_dir.md 3 step 8: "tensor bytes", "file bytes", or empty (no
   // index, no total_size, or refused before the step).
   std::string total_size_convention;

@@ -333,6 +333,49 @@ Bytes GoodQ4File() {
               data);
 }
 
+// A directory is one input (docs/model_dir.md): what its entries are is
+// decided from where links lead (section 1), gathered by cli/model_dir_input.
+TEST_F(CliTest, DirectoryEntriesAreJudgedByWhereTheyLead) {
+  const fs::path outside = Write("outside.safetensors", GoodContainer());
+  const std::string index =
+      R"({"metadata":{"total_size":8},"weight_map":{"t":"model-00001-of-00001.safetensors"}})";
+  auto make = [&](const std::string& name) {
+    fs::create_directories(dir_ / name);
+    return dir_ / name;
+  };
+  // A link inside the directory is the file it leads to: accepted, 8 bytes
+  // of tensor data counted as the index says.
+  const fs::path inside = make("inside");
+  fs::create_directories(inside / "blobs");
+  Write("inside/blobs/w", GoodContainer());
+  fs::create_symlink("blobs/w", inside / "model-00001-of-00001.safetensors");
+  Write("inside/model.safetensors.index.json", Bytes(index.begin(), index.end()));
+  // `check DIR` exits with EXIT and prints LINE.
+  auto expect_check = [&](const fs::path& dir, int exit, const std::string& line) {
+    const Result r = Quantdiff({"check", dir.string()});
+    EXPECT_EQ(r.exit_code, exit) << r.out << r.err;
+    EXPECT_NE(r.out.find(line), std::string::npos) << r.out;
+  };
+  expect_check(inside, 0, "ok [safetensors; 1 shard, total_size counts tensor bytes]");
+  // The same shard as a link out of the directory escapes it: IDX-004.
+  const fs::path escaping = make("escaping");
+  fs::create_symlink(outside, escaping / "model-00001-of-00001.safetensors");
+  Write("escaping/model.safetensors.index.json", Bytes(index.begin(), index.end()));
+  expect_check(escaping, 1, "model.safetensors.index.json: IDX-004 error tensor=t field=weight_map");
+  // A weight file that is a link out, or a dangling link, is no weight file.
+  const fs::path lone = make("lone");
+  fs::create_symlink(outside, lone / "model.safetensors");
+  fs::create_symlink(dir_ / "nowhere", lone / "pytorch_model.bin");
+  expect_check(lone, 1, "IDX-001 error field=weight_set");
+  // decode DIR writes the one file; diff DIR finds both readers agreeing.
+  const fs::path out = dir_ / "decoded.safetensors";
+  Result run = Quantdiff({"decode", inside.string(), "--out", out.string()});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(ReadText(out), ReadText(outside)) << "1.0 and -2.0 as F32 under the name t";
+  run = Quantdiff({"diff", inside.string(), escaping.string(), lone.string()});
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+}
+
 TEST_F(CliTest, CheckAcceptsGoodFiles) {
   const fs::path container = Write("good.safetensors", GoodContainer());
   const fs::path q4 = Write("good-q4.safetensors", GoodQ4File());
