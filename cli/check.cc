@@ -45,16 +45,8 @@ namespace {
 bool CheckDirectory(const std::string& path, const ReportOptions& options,
                     qd::reports::Report* report, std::vector<std::string>* inputs, bool* refused) {
   std::string error;
-  if (options.forced != nullptr) {
-    IoError("check", path + ": --format applies to files; a directory's format is detected");
-    return false;
-  }
   ModelDirInput dir;
-  if (!OpenModelDir(path, &dir, &error)) {
-    IoError("check", "cannot read " + error);
-    return false;
-  }
-  for (const qd::DirEntry& e : dir.Listing().entries) inputs->push_back(dir.Listing().prefix + e.name);
+  if (!OpenModelDirForReport("check", path, options.forced != nullptr, &dir, inputs)) return false;
   qd::codec::ModelDirRead read;
   std::optional<qd::Outcome> outcome = qd::harness::GuardedRead(
       [&] { return qd::codec::CheckModelDir(dir.Listing(), &read); }, &error);

@@ -79,7 +79,7 @@ int RunDecode(const std::vector<std::string>& argv) {
   std::vector<std::string> inputs = {path};
   if (directory) {
     if (!OpenModelDir(path, &dir, &error)) return IoError("decode", "cannot read " + error);
-    for (const qd::DirEntry& e : dir.Listing().entries) inputs.push_back(dir.Listing().prefix + e.name);
+    AppendEntryPaths(dir, &inputs);
   } else {
     if (!OpenInput(path, &file, &error)) return IoError("decode", "cannot read " + error);
     if (!FindSideFiles(path, args.Get("config"), &side_files, &error)) return IoError("decode", error);

@@ -47,17 +47,8 @@ namespace {
 // on its listing, compared. False (reported) on an I/O error.
 bool DiffDirectory(const std::string& path, const ReportOptions& options,
                    qd::reports::Report* report, std::vector<std::string>* inputs, bool* diverged) {
-  std::string error;
-  if (options.forced != nullptr) {
-    IoError("diff", path + ": --format applies to files; a directory's format is detected");
-    return false;
-  }
   ModelDirInput dir;
-  if (!OpenModelDir(path, &dir, &error)) {
-    IoError("diff", "cannot read " + error);
-    return false;
-  }
-  for (const qd::DirEntry& e : dir.Listing().entries) inputs->push_back(dir.Listing().prefix + e.name);
+  if (!OpenModelDirForReport("diff", path, options.forced != nullptr, &dir, inputs)) return false;
   const qd::harness::DirDiff d = qd::harness::DiffModelDir(dir.Listing());
   if (d.codec_read.unsupported) {
     IoError("diff", path + ": " + d.codec_read.unsupported_why);

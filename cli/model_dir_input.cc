@@ -92,6 +92,25 @@ bool OpenModelDir(const std::string& dir, ModelDirInput* input, std::string* err
   return true;
 }
 
+void AppendEntryPaths(const ModelDirInput& dir, std::vector<std::string>* inputs) {
+  for (const qd::DirEntry& e : dir.Listing().entries) inputs->push_back(dir.Listing().prefix + e.name);
+}
+
+bool OpenModelDirForReport(std::string_view verb, const std::string& path, bool format_forced,
+                           ModelDirInput* dir, std::vector<std::string>* inputs) {
+  if (format_forced) {
+    IoError(verb, path + ": --format applies to files; a directory's format is detected");
+    return false;
+  }
+  std::string error;
+  if (!OpenModelDir(path, dir, &error)) {
+    IoError(verb, "cannot read " + error);
+    return false;
+  }
+  AppendEntryPaths(*dir, inputs);
+  return true;
+}
+
 std::string ModelDirNote(const qd::codec::ModelDirRead& read) {
   std::string note = !read.indexed     ? std::string("1 weight file")
                      : read.shards == 1 ? std::string("1 shard")

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/common.h"
@@ -43,6 +44,15 @@ bool IsDirectory(const std::string& path);
 // *.json) mapped. False with *error when DIR cannot be listed, a file cannot
 // be mapped, or an index or config is larger than its limit.
 bool OpenModelDir(const std::string& dir, ModelDirInput* input, std::string* error);
+
+// Adds the path of every entry of DIR to INPUTS: what --out may never name.
+void AppendEntryPaths(const ModelDirInput& dir, std::vector<std::string>* inputs);
+
+// What `check` and `diff` do first with a directory PATH: --format refused
+// (a directory's format is detected), the listing opened, its entries added
+// to INPUTS. False when it reported (as VERB) an error: exit 2.
+bool OpenModelDirForReport(std::string_view verb, const std::string& path, bool format_forced,
+                           ModelDirInput* dir, std::vector<std::string>* inputs);
 
 // What a report says of a directory besides its verdict: "2 shards,
 // total_size counts tensor bytes".

@@ -418,24 +418,25 @@ void DirReader::OneFile(TensorSink& sink, Kernel kernel) {
   read_->shards = 1;
   const std::string path = PathOf(file_entry_->name);
   const qd::ByteView bytes = file_entry_->bytes;
-  ContainerResult container = ReadContainer(bytes, path);
-  if (container.refused) {
-    if (ClaimsPt(bytes)) {
-      read_->format = "pt";
-      outcome_ = StreamPtFile(bytes, path, sink);
-    } else {
-      outcome_ = qd::Outcome{true, std::move(container.findings), {}};
-    }
-    return;
-  }
-  if (ReadRbq(bytes, path).is_rbq) {
+  // One parse of the header serves the RBQ question and the table.
+  RbqResult file = ReadRbq(bytes, path);
+  if (file.is_rbq) {
+    file = RbqResult{};  // StreamRbqFile reads the header again: hold it once
     read_->format = "rbq";
     outcome_ = StreamRbqFile(bytes, path, sink, kernel);
     return;
   }
-  outcome_.findings = std::move(container.findings);
-  ReadFormat(TensorTable::FromContainer(std::move(container.container)), path, nullptr, sink,
-             kernel);
+  if (file.refused) {  // the container refused it (RBQ's rules never ran)
+    if (ClaimsPt(bytes)) {
+      read_->format = "pt";
+      outcome_ = StreamPtFile(bytes, path, sink);
+    } else {
+      outcome_ = qd::Outcome{true, std::move(file.findings), {}};
+    }
+    return;
+  }
+  outcome_.findings = std::move(file.findings);
+  ReadFormat(TensorTable::FromContainer(std::move(file.container)), path, nullptr, sink, kernel);
 }
 
 qd::Outcome DirReader::Run(TensorSink& sink, Kernel kernel) {
