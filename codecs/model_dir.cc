@@ -108,6 +108,7 @@ class DirReader {
   }
 
   bool FindWeightSet();
+  std::vector<std::string> ConfigNames() const;
   std::vector<qd::SideFile> Configs() const;
   bool ReadIndex(Index* index);
   bool CheckShardNames(const Index& index);
@@ -179,16 +180,23 @@ bool DirReader::FindWeightSet() {
   return true;
 }
 
-// Section 2: the config candidates of docs/gptq.md section 1, in priority order.
-std::vector<qd::SideFile> DirReader::Configs() const {
+// Section 2: the config candidates of docs/gptq.md section 1 present in the
+// directory, in priority order.
+std::vector<std::string> DirReader::ConfigNames() const {
   const std::string stem = Stem(index_entry_ != nullptr ? index_entry_->name : file_entry_->name);
-  std::vector<qd::SideFile> configs;
+  std::vector<std::string> names;
   for (const std::string& name : {stem + ".quantize_config.json", std::string("quantize_config.json"),
                                   std::string("quant_config.json"), std::string("config.json")}) {
-    if (const qd::DirEntry* e = FindRegular(name)) {
-      configs.push_back({PathOf(name), std::vector<std::uint8_t>(e->bytes.data,
-                                                                 e->bytes.data + e->bytes.size)});
-    }
+    if (FindRegular(name) != nullptr) names.push_back(name);
+  }
+  return names;
+}
+
+std::vector<qd::SideFile> DirReader::Configs() const {
+  std::vector<qd::SideFile> configs;
+  for (const std::string& name : ConfigNames()) {
+    const qd::ByteView bytes = FindRegular(name)->bytes;
+    configs.push_back({PathOf(name), std::vector<std::uint8_t>(bytes.data, bytes.data + bytes.size)});
   }
   return configs;
 }
@@ -441,13 +449,16 @@ void DirReader::OneFile(TensorSink& sink, Kernel kernel) {
 
 qd::Outcome DirReader::Run(TensorSink& sink, Kernel kernel) {
   if (!FindWeightSet()) return std::move(outcome_);
+  read_->config_files = ConfigNames();
   if (file_entry_ != nullptr) {
+    read_->weight_files = {file_entry_->name};
     OneFile(sink, kernel);
     return std::move(outcome_);
   }
   read_->indexed = true;
   Index index;
   if (!ReadIndex(&index) || !CheckShardNames(index)) return std::move(outcome_);
+  read_->weight_files = index.shards;
   if (kind_ == WeightKind::kTorch) {
     read_->unsupported = true;
     read_->unsupported_why =

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "codecs/kernels.h"
 #include "quantdiff/plain_data.h"
@@ -29,6 +30,11 @@ struct ModelDirRead {
   // docs/model_dir.md 3 step 8: "tensor bytes", "file bytes", or empty (no
   // index, no total_size, or refused before the step).
   std::string total_size_convention;
+  // Once the set is found and its shard names pass IDX-004..IDX-006: its
+  // weight files in shard order, and its configs in priority order (section
+  // 2), as names in the directory. What `convert DIR` rewrites.
+  std::vector<std::string> weight_files;
+  std::vector<std::string> config_files;
   // A weight set quantdiff cannot read yet (sharded torch files), with why:
   // the outcome holds no verdict then.
   bool unsupported = false;
