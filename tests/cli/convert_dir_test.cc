@@ -169,7 +169,8 @@ TEST_F(ConvertDir, TwoShardsGetShardNamesAndAnIndex) {
   EXPECT_NE(check.out.find("2 shards, total_size counts tensor bytes"), std::string::npos) << check.out;
 }
 
-// OUTDIR exists (empty or not, a directory or a file): exit 2, left as it was.
+// OUTDIR exists (an empty directory, a file, a dangling link): exit 2, left
+// as it was.
 TEST_F(ConvertDir, ExistingOutdirRefused) {
   Put("pytorch_model.bin", Text(OneTensorPt("w")));
   fs::create_directories(Out());
@@ -182,6 +183,13 @@ TEST_F(ConvertDir, ExistingOutdirRefused) {
   r = Convert();
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(qd::hostile::ReadWhole(Out()), "mine");
+  fs::remove(Out());
+  // A dangling link: creating OUTDIR would create its target elsewhere.
+  fs::create_symlink(root_ / "elsewhere", Out());
+  r = Convert();
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(Out())));
+  EXPECT_FALSE(fs::exists(root_ / "elsewhere"));
   fs::remove(Out());
   EXPECT_TRUE(NothingWritten());
 }
