@@ -18,7 +18,8 @@ namespace qd::cli {
 
 extern const std::string_view kCheckHelp =
     "usage: quantdiff check PATH... [--report json|text|junit|sarif] [--out FILE]\n"
-    "                       [--format NAME] [--config CONFIG.json] [--jobs N] [--quiet]\n"
+    "                       [--format NAME] [--config CONFIG.json]\n"
+    "                       [--jobs N] [--quiet]\n"
     "\n"
     "Checks each file against the rules of its format with the production codec,\n"
     "decoding nothing (a file larger than memory is checked through its mapping).\n"
