@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "cli/common.h"
+#include "cli/progress_line.h"
 #include "harness/differ.h"
 #include "reports/escape.h"
 #include "reports/report.h"
@@ -103,7 +104,6 @@ class Campaign {
     stats_.seed = seed;
     stats_.seconds = seconds;
     stats_.out_dir = out_dir_;
-    tty_ = isatty(STDERR_FILENO) == 1;
   }
 
   void AddFormat(const qd::harness::FormatEntry& f) {
@@ -315,7 +315,7 @@ class Campaign {
       }
     }
     if (is_new) {
-      ClearProgress();
+      progress_.Clear();
       std::fprintf(stderr, "new %s %s\n    %s\n",
                    divergence ? "divergence" : "expectation failure",
                    qd::reports::ForTerminal(signature).c_str(),
@@ -353,16 +353,11 @@ class Campaign {
                            {}, &error);
     }
     if (!ok) {
-      ClearProgress();
+      progress_.Clear();
       std::fprintf(stderr, "quantdiff campaign: %s\n", error.c_str());
       return "";
     }
     return relative;
-  }
-
-  void ClearProgress() {
-    if (tty_ && progress_shown_) std::fputs("\r\x1b[K", stderr);
-    progress_shown_ = false;
   }
 
   void Progress(bool final) {
@@ -374,13 +369,7 @@ class Campaign {
       line += (f == 0 ? " " : " / ") + stats_.formats[f].name + " " +
               std::to_string(stats_.formats[f].instances);
     }
-    if (tty_) {
-      std::fprintf(stderr, "\r\x1b[K%s%s", line.c_str(), final ? "\n" : "");
-      progress_shown_ = !final;
-    } else {
-      std::fprintf(stderr, "%s\n", line.c_str());
-    }
-    std::fflush(stderr);
+    progress_.Show(line, final);
   }
 
   std::string out_dir_;
@@ -389,8 +378,7 @@ class Campaign {
   std::map<std::string, std::size_t> index_;  // signature -> stats_.problems
   std::uint64_t last_divergence_ = 0;   // index + 1 of the last counted instance
   std::uint64_t last_expectation_ = 0;
-  bool tty_ = false;
-  bool progress_shown_ = false;
+  ProgressLine progress_{ProgressLine::kAlways};
 };
 
 }  // namespace

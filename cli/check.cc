@@ -1,9 +1,13 @@
 // quantdiff check: the codec's rules on each file, nothing decoded.
+#include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include "codecs/mapped_file.h"
 #include "cli/common.h"
 #include "cli/model_dir_input.h"
+#include "cli/progress_line.h"
+#include "reports/escape.h"
 #include "codecs/model_dir.h"
 #include "harness/stream_differ.h"
 #include "cli/decoded_output.h"
@@ -15,6 +19,7 @@ namespace qd::cli {
 extern const std::string_view kCheckHelp =
     "usage: quantdiff check PATH... [--report json|text|junit|sarif] [--out FILE]\n"
     "                       [--format NAME] [--config CONFIG.json]\n"
+    "                       [--jobs N] [--quiet]\n"
     "\n"
     "Checks each file against the rules of its format with the production codec,\n"
     "decoding nothing (a file larger than memory is checked through its mapping).\n"
@@ -25,7 +30,9 @@ extern const std::string_view kCheckHelp =
     "model.safetensors.index.json, or pytorch_model.bin), the index checked\n"
     "against the shards (IDX-001..IDX-013), every shard's container rules, then\n"
     "the format's rules over all shards' tensors at once, with the configs\n"
-    "inside the directory: a layer two shards hold is one layer.\n"
+    "inside the directory: a layer two shards hold is one layer. The shards are\n"
+    "checked on --jobs threads (the report is the same for any number), and on a\n"
+    "terminal a line on standard error shows the shards done.\n"
     "\n"
     "  --report FORMAT  text (default): one line per finding and a summary;\n"
     "                   json, junit (one testcase per file) or sarif (2.1.0)\n"
@@ -34,6 +41,10 @@ extern const std::string_view kCheckHelp =
     "  --config FILE    the quantize config for every file (GPTQ); without it each\n"
     "                   file's config is looked up beside it: STEM.quantize_config.json,\n"
     "                   quantize_config.json, quant_config.json, config.json\n"
+    "  --jobs N         check up to N shards of a directory at once (default: the\n"
+    "                   number of cores)\n"
+    "  --quiet          no progress line (it is shown only when standard error is\n"
+    "                   a terminal)\n"
     "\n"
     "exit: 0 every file accepted (warnings allowed), 1 a file was refused,\n"
     "      2 usage error, unreadable file or unwritable --out\n";
@@ -41,15 +52,28 @@ extern const std::string_view kCheckHelp =
 namespace {
 
 // A model directory as one input (docs/model_dir.md): its listing, the codec's
-// directory reader, one report entry. False (reported) on an I/O error.
-bool CheckDirectory(const std::string& path, const ReportOptions& options,
-                    qd::reports::Report* report, std::vector<std::string>* inputs, bool* refused) {
+// directory reader on JOBS threads, one report entry. False (reported) on an
+// I/O error.
+bool CheckDirectory(const std::string& path, const ReportOptions& options, unsigned jobs,
+                    ProgressLine* progress, qd::reports::Report* report,
+                    std::vector<std::string>* inputs, bool* refused) {
   std::string error;
   ModelDirInput dir;
   if (!OpenModelDirForReport("check", path, options.forced != nullptr, &dir, inputs)) return false;
   qd::codec::ModelDirRead read;
+  qd::codec::ModelDirOptions dir_options;
+  dir_options.jobs = jobs;
+  const std::string shown = qd::reports::ForTerminal(path);
+  dir_options.progress = [&](std::size_t done, std::size_t total, const std::string& shard) {
+    progress->Show("check " + shown + ": " + std::to_string(done) + "/" + std::to_string(total) +
+                       " shards" +
+                       (done < total ? " (" + qd::reports::ForTerminal(shard) + ")"
+                                     : ", now the format's rules over all of them"),
+                   false);
+  };
   std::optional<qd::Outcome> outcome = qd::harness::GuardedRead(
-      [&] { return qd::codec::CheckModelDir(dir.Listing(), &read); }, &error);
+      [&] { return qd::codec::CheckModelDir(dir.Listing(), &read, dir_options); }, &error);
+  progress->Clear();
   if (!outcome) {
     IoError("check", path + ": model directory codec failed: " + error);
     return false;
@@ -71,11 +95,23 @@ int RunCheck(const std::vector<std::string>& argv) {
   Args args;
   std::string error;
   ReportOptions options;
-  if (!ParseArgs(argv, kReportFlags, &args, &error) ||
-      !ParseReportOptions(args, &options, &error)) {
+  std::vector<FlagSpec> flags = kReportFlags;
+  flags.push_back({"jobs", true});
+  flags.push_back({"quiet", false});
+  if (!ParseArgs(argv, flags, &args, &error) || !ParseReportOptions(args, &options, &error)) {
     return UsageError("check", error);
   }
   if (args.positional.empty()) return UsageError("check", "no file given");
+  // The cores by default (hardware_concurrency may not know: then 1).
+  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+  if (const std::optional<std::string> text = args.Get("jobs")) {
+    std::uint64_t n = 0;
+    if (!ParseUint(*text, &n) || n == 0 || n > 1024) {
+      return UsageError("check", "--jobs takes a number of threads from 1 to 1024");
+    }
+    jobs = static_cast<unsigned>(n);
+  }
+  ProgressLine progress(args.Has("quiet") ? ProgressLine::kNowhere : ProgressLine::kTerminalOnly);
   // Refused before any work: --out may not name an input or a non-file.
   if (!options.out.empty() && !CheckOutputTarget(options.out, args.positional, &error)) {
     return IoError("check", error);
@@ -88,7 +124,7 @@ int RunCheck(const std::vector<std::string>& argv) {
   std::vector<std::string> inputs = args.positional;
   for (const std::string& path : args.positional) {
     if (IsDirectory(path)) {
-      if (!CheckDirectory(path, options, &report, &inputs, &refused)) io_error = true;
+      if (!CheckDirectory(path, options, jobs, &progress, &report, &inputs, &refused)) io_error = true;
       continue;
     }
     InputFile file;

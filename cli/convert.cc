@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/convert.h"
+#include "cli/convert_dir.h"
 #include "cli/convert_pt.h"
+#include "cli/model_dir_input.h"
 
 #include "cli/common.h"
 #include "cli/decoded_output.h"
@@ -26,6 +28,7 @@ namespace qd::cli {
 extern const std::string_view kConvertHelp =
     "usage: quantdiff convert FILE --to FORMAT --out OUT.safetensors [--config CONFIG.json]\n"
     "       quantdiff convert IN.pt|IN.bin --to safetensors --out OUT.safetensors\n"
+    "       quantdiff convert DIR --to safetensors --out OUTDIR\n"
     "\n"
     "--to safetensors: the safe way out of pickle (docs/pt.md section 13). IN, a\n"
     "torch.save file, is read by the .pt reader, which executes nothing; a file\n"
@@ -41,6 +44,21 @@ extern const std::string_view kConvertHelp =
     "OUT is checked as `quantdiff check OUT` will read it before it is kept;\n"
     "GPTQ tensor names with no quantize config beside OUT are checked as the\n"
     "container (a note says so: check OUT then needs the config).\n"
+    "\n"
+    "A DIR is a torch model directory (docs/model_dir.md section 7):\n"
+    "pytorch_model.bin, or pytorch_model.bin.index.json and its shards. DIR is\n"
+    "read as `quantdiff check DIR` reads it, and a refusal writes nothing. Each\n"
+    "shard becomes a safetensors shard as above, model.safetensors for one file,\n"
+    "else model-0000k-of-0000n.safetensors in shard order with\n"
+    "model.safetensors.index.json (weight_map, and metadata.total_size counting\n"
+    "the tensors' bytes, Hugging Face's convention). The configs the directory\n"
+    "rules read are copied (config.json, quantize_config.json, quant_config.json;\n"
+    "pytorch_model.quantize_config.json as model.quantize_config.json); nothing\n"
+    "else is (tokenizer and generation files: copy them yourself). OUTDIR must\n"
+    "not exist: it is built in a new temporary directory beside it, checked as\n"
+    "`quantdiff check OUTDIR` will read it (no note here: the configs are in\n"
+    "it), and renamed into place only then; any refusal or failure leaves\n"
+    "nothing behind.\n"
     "\n"
     "Otherwise repacks every GPTQ layer of FILE into FORMAT (docs/gptq.md section 9):\n"
     "  gptq     v1 continuous pack, zero points stored minus one\n"
@@ -63,14 +81,15 @@ extern const std::string_view kConvertHelp =
     "into place; they may not be an input or an existing non-regular file.\n"
     "\n"
     "  --to FORMAT    gptq, gptq_v2, gptq_p or safetensors (required)\n"
-    "  --out FILE     the safetensors file to write (required)\n"
+    "  --out FILE     the safetensors file to write (required); for a DIR, the\n"
+    "                 new directory to create\n"
     "  --config FILE  FILE's quantize config; without it the config is looked up\n"
     "                 beside FILE as for decode\n"
     "\n"
     "exit: 0 written, 1 FILE refused, an entry or name OUT cannot hold, a zero point or width the target cannot\n"
     "      hold, an output the oracle reads differently or check would refuse\n"
     "      (nothing written), 2 usage error, unreadable FILE, or OUT unwritable\n"
-    "      or not allowed\n";
+    "      or not allowed (an existing OUTDIR)\n";
 
 namespace {
 
@@ -260,6 +279,7 @@ int RunConvert(const std::vector<std::string>& argv) {
   const std::string& path = args.positional[0];
   if (to == "safetensors") {
     if (args.Get("config")) return UsageError("convert", "--config is for the GPTQ targets");
+    if (IsDirectory(path)) return RunConvertDir(path, *out);
     return RunConvertPt(path, *out);
   }
   qd::codec::GptqFormat target{};

@@ -119,6 +119,37 @@ std::optional<qd::Finding> PlanPtConversion(const qd::codec::PtResult& read,
                            &plan->header);
 }
 
+int WritePtAsSafetensors(const qd::codec::PtResult& read, qd::ByteView bytes, const std::string& out,
+                         const std::string& target, const std::vector<std::string>& inputs,
+                         OutputFile* output, PtWritten* written, std::string* error) {
+  PtConversionPlan plan;
+  if (const std::optional<qd::Finding> refusal = PlanPtConversion(read, out, &plan)) {
+    PrintFindings(out, {*refusal});
+    return kExitFound;
+  }
+  // The header, then one tensor at a time: a contiguous little-endian view
+  // straight from the mapping, any other materialised in C order (docs/pt.md
+  // 5.3) into one buffer, so at most the largest such tensor is held.
+  if (!output->Open(target, inputs, error)) return kExitUsage;
+  output->Write(plan.header);
+  std::vector<std::uint8_t> buffer;
+  for (const qd::codec::PtTensor* t : plan.tensors) {
+    const std::uint64_t size = t->numel * qd::codec::PtItemSize(t->dtype);
+    if (qd::codec::PtIsContiguous(*t) && !t->big_endian &&
+        std::endian::native == std::endian::little) {
+      output->Write(bytes.data + t->begin, size);
+    } else {
+      buffer.resize(size);
+      qd::codec::CopyPtTensorBytes(*t, buffer.data());
+      output->Write(buffer.data(), size);
+    }
+    written->bytes += size;
+  }
+  written->tensors = plan.tensors.size();
+  written->metadata = plan.metadata.size();
+  return kExitOk;
+}
+
 int RunConvertPt(const std::string& path, const std::string& out) {
   std::string error;
   if (out == kStandardOutput) {
@@ -146,32 +177,11 @@ int RunConvertPt(const std::string& path, const std::string& out) {
                  qd::reports::ForTerminal(path).c_str());
     return kExitFound;
   }
-  PtConversionPlan plan;
-  if (const std::optional<qd::Finding> refusal = PlanPtConversion(read, out, &plan)) {
-    PrintFindings(out, {*refusal});
-    return kExitFound;
-  }
-
-  // The header, then one tensor at a time: a contiguous little-endian view
-  // straight from the mapping, any other materialised in C order (docs/pt.md
-  // 5.3) into one buffer, so at most the largest such tensor is held.
   OutputFile output;
-  if (!output.Open(out, {path}, &error)) return IoError("convert", error);
-  output.Write(plan.header);
-  std::vector<std::uint8_t> buffer;
-  std::uint64_t written = 0;
-  for (const qd::codec::PtTensor* t : plan.tensors) {
-    const std::uint64_t size = t->numel * qd::codec::PtItemSize(t->dtype);
-    if (qd::codec::PtIsContiguous(*t) && !t->big_endian &&
-        std::endian::native == std::endian::little) {
-      output.Write(bytes.data + t->begin, size);
-    } else {
-      buffer.resize(size);
-      qd::codec::CopyPtTensorBytes(*t, buffer.data());
-      output.Write(buffer.data(), size);
-    }
-    written += size;
-  }
+  PtWritten written;
+  const int wrote = WritePtAsSafetensors(read, bytes, out, out, {path}, &output, &written, &error);
+  if (wrote == kExitUsage) return IoError("convert", error);
+  if (wrote != kExitOk) return wrote;
   // What quantdiff writes, it accepts (issue 9 section 2).
   std::string note;
   const int verdict = VerifyWrittenAsCheckWould(output.temporary_path(), out, &error, &note);
@@ -186,7 +196,7 @@ int RunConvertPt(const std::string& path, const std::string& out) {
                "quantdiff convert: %s [pt] -> %s [safetensors]: %zu tensors (%llu bytes) "
                "verbatim, %zu metadata entries\n",
                qd::reports::ForTerminal(path).c_str(), qd::reports::ForTerminal(out).c_str(),
-               plan.tensors.size(), static_cast<unsigned long long>(written), plan.metadata.size());
+               written.tensors, static_cast<unsigned long long>(written.bytes), written.metadata);
   return kExitOk;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/output_file.h"
 #include "codecs/pt.h"
 #include "codecs/safetensors.h"
 #include "quantdiff/plain_data.h"
@@ -40,6 +41,23 @@ std::optional<std::string> PtValueAsMetadata(const qd::codec::PtResult& read, st
 // refuses (ST-004, ST-005, ST-006, ST-002).
 std::optional<qd::Finding> PlanPtConversion(const qd::codec::PtResult& read,
                                             const std::string& out, PtConversionPlan* plan);
+
+// What WritePtAsSafetensors wrote.
+struct PtWritten {
+  std::size_t tensors = 0;
+  std::uint64_t bytes = 0;  // the tensors' data bytes
+  std::size_t metadata = 0;
+};
+
+// READ (the .pt file BYTES, accepted by the reader) planned for the file the
+// user will know as OUT, then written to OUTPUT, opened here for TARGET (OUT,
+// or where OUT's directory is being built) beside INPUTS: the header, then
+// one tensor at a time. The caller verifies and commits OUTPUT. 0 written; 1
+// an entry or a name OUT cannot hold (the finding printed, nothing created);
+// 2 with *error when TARGET cannot be opened.
+int WritePtAsSafetensors(const qd::codec::PtResult& read, qd::ByteView bytes, const std::string& out,
+                         const std::string& target, const std::vector<std::string>& inputs,
+                         OutputFile* output, PtWritten* written, std::string* error);
 
 // The whole verb once --to safetensors is chosen: 0 written, 1 refused
 // (the finding printed, nothing written), 2 usage or I/O error.

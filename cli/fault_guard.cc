@@ -1,6 +1,9 @@
 #include "cli/fault_guard.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +33,7 @@ struct MappingSlot {
 
 struct TemporarySlot {
   std::atomic<bool> used{false};
+  bool directory = false;
   char path[kPathBytes];
 };
 
@@ -39,7 +43,10 @@ std::atomic<bool> g_installed{false};
 
 void RemoveTemporaries() {
   for (TemporarySlot& t : g_temporaries) {
-    if (t.used.load()) ::unlink(t.path);
+    if (t.used.load() && !t.directory) ::unlink(t.path);
+  }
+  for (TemporarySlot& t : g_temporaries) {
+    if (t.used.load() && t.directory) RemoveOwnDirectory(t.path);
   }
 }
 
@@ -123,7 +130,7 @@ GuardedMapping::~GuardedMapping() {
   m.used.store(false);
 }
 
-GuardedTemporary::GuardedTemporary(const std::string& path) {
+GuardedTemporary::GuardedTemporary(const std::string& path, bool directory) {
   if (path.size() >= kPathBytes) return;
   InstallFaultGuard();
   // The slot is filled before it is marked used, so the handler never sees
@@ -132,6 +139,7 @@ GuardedTemporary::GuardedTemporary(const std::string& path) {
     TemporarySlot& t = g_temporaries[i];
     if (t.used.load()) continue;
     std::memcpy(t.path, path.c_str(), path.size() + 1);
+    t.directory = directory;
     bool expected = false;
     if (t.used.compare_exchange_strong(expected, true)) {
       slot_ = i;
@@ -141,6 +149,27 @@ GuardedTemporary::GuardedTemporary(const std::string& path) {
 }
 
 GuardedTemporary::~GuardedTemporary() { Release(); }
+
+void RemoveOwnDirectory(const char* path) {
+  const int dir = ::open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0) return;
+  // getdents64 records: inode (8), offset (8), record length (2), type (1),
+  // then the NUL-terminated name. readdir is not async-signal-safe.
+  alignas(8) char buffer[4096];  // on the stack: the handler may interrupt a caller
+  for (;;) {
+    const long n = ::syscall(SYS_getdents64, dir, buffer, sizeof buffer);
+    if (n <= 0) break;
+    for (long at = 0; at < n;) {
+      unsigned short length;
+      std::memcpy(&length, buffer + at + 16, sizeof length);
+      const char* name = buffer + at + 19;
+      if (std::strcmp(name, ".") != 0 && std::strcmp(name, "..") != 0) ::unlinkat(dir, name, 0);
+      at += length;
+    }
+  }
+  ::close(dir);
+  ::rmdir(path);
+}
 
 void GuardedTemporary::Release() {
   if (slot_ < 0) return;

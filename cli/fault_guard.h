@@ -45,11 +45,13 @@ class GuardedMapping {
 };
 
 // While alive, PATH is unlinked if the process is ended by a guarded signal.
-// Only files quantdiff itself created exclusively are registered.
+// Only files quantdiff itself created exclusively are registered. A
+// DIRECTORY (created exclusively, e.g. `convert DIR`'s output being built) is
+// emptied and removed instead, after every registered file.
 class GuardedTemporary {
  public:
   GuardedTemporary() = default;
-  explicit GuardedTemporary(const std::string& path);
+  explicit GuardedTemporary(const std::string& path, bool directory = false);
   GuardedTemporary(const GuardedTemporary&) = delete;
   GuardedTemporary& operator=(const GuardedTemporary&) = delete;
   ~GuardedTemporary();
@@ -59,6 +61,13 @@ class GuardedTemporary {
  private:
   int slot_ = -1;
 };
+
+// Removes the entries directly in PATH, then PATH itself: a directory
+// quantdiff created exclusively and filled with files only (never followed
+// through a link; a subdirectory is left, and so is PATH then).
+// Async-signal-safe (open, getdents64, unlinkat, close, rmdir), so the
+// handler and an abandoned output share it.
+void RemoveOwnDirectory(const char* path);
 
 }  // namespace qd::cli
 

@@ -1,6 +1,7 @@
 #include "cli/output_file.h"
 
 #include <fcntl.h>
+#include <stdio.h>  // renameat2 (glibc 2.28)
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,8 @@ std::string KindOf(mode_t mode) {
   if (S_ISCHR(mode)) return "a character device";
   if (S_ISBLK(mode)) return "a block device";
   if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISREG(mode)) return "a regular file";
   return "not a regular file";
 }
 
@@ -41,6 +44,34 @@ std::string TemporaryName(const std::string& base) {
   std::snprintf(suffix, sizeof suffix, ".quantdiff-%d-%016llx.tmp", static_cast<int>(::getpid()),
                 static_cast<unsigned long long>(rng()));
   return "." + base.substr(0, 160) + suffix;
+}
+
+// fsync of a folder, best effort (some file systems refuse it): what makes a
+// rename in it durable.
+void SyncFolder(const std::string& path) {
+  const int dir = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+// RESULT of renaming a temporary output to TARGET: on success the rename is
+// made durable (the folder fsync'ed); otherwise *error says why.
+bool Renamed(int result, const std::string& target, std::string* error) {
+  if (result != 0) {
+    *error = errno == EEXIST ? "refusing to write " + Shown(target) + ": it appeared meanwhile"
+                             : "cannot write " + Shown(target) + ": " + std::strerror(errno);
+    return false;
+  }
+  SyncFolder(SplitPath(target).first);
+  return true;
+}
+
+// PATH without trailing slashes ("out/" names the folder "out").
+std::string WithoutTrailingSlashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
 }
 
 }  // namespace
@@ -166,20 +197,12 @@ bool OutputFile::Commit(std::string* error) {
     Abandon();
     return false;
   }
-  if (::rename(temporary_.c_str(), target_.c_str()) != 0) {
-    *error = "cannot write " + Shown(target_) + ": " + std::strerror(errno);
+  if (!Renamed(::rename(temporary_.c_str(), target_.c_str()), target_, error)) {
     Abandon();
     return false;
   }
   temporary_.clear();
   guard_.reset();
-  // The rename is durable once the folder is: best effort (some file
-  // systems refuse fsync on a directory).
-  const int dir = ::open(SplitPath(target_).first.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
   return true;
 }
 
@@ -197,6 +220,81 @@ void OutputFile::Abandon() {
     }
     temporary_.clear();
   }
+  guard_.reset();
+}
+
+bool CheckNewDirectoryTarget(const std::string& target, std::string* error) {
+  if (target.empty() || target == kStandardOutput) {
+    *error = "cannot write '" + Shown(target) + "': not a directory name";
+    return false;
+  }
+  struct stat st {};
+  if (::lstat(WithoutTrailingSlashes(target).c_str(), &st) == 0) {
+    *error = "refusing to write " + Shown(target) + ": it exists (" + KindOf(st.st_mode) +
+             "); give the name of a new directory, which quantdiff creates whole";
+    return false;
+  }
+  if (errno != ENOENT) {
+    *error = "cannot write " + Shown(target) + ": " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+OutputDirectory::~OutputDirectory() { Abandon(); }
+
+bool OutputDirectory::Open(const std::string& target, std::string* error) {
+  if (!CheckNewDirectoryTarget(target, error)) return false;
+  target_ = WithoutTrailingSlashes(target);
+  const auto [dir, base] = SplitPath(target_);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const std::string candidate = (dir == "/" ? "/" : dir + "/") + TemporaryName(base);
+    // mkdir fails on any existing name, a planted link included.
+    if (::mkdir(candidate.c_str(), 0755) == 0) {
+      temporary_ = candidate;
+      guard_ = std::make_unique<GuardedTemporary>(temporary_, /*directory=*/true);
+      return true;
+    }
+    if (errno != EEXIST) {
+      *error = "cannot write " + Shown(target) + ": cannot create a directory in " + Shown(dir) +
+               ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  *error = "cannot write " + Shown(target) + ": no free temporary name in " + Shown(dir);
+  return false;
+}
+
+bool OutputDirectory::Commit(std::string* error) {
+  if (temporary_.empty()) {
+    *error = "cannot write " + Shown(target_) + ": the output directory was not opened";
+    return false;
+  }
+  SyncFolder(temporary_);
+  // RENAME_NOREPLACE: a directory created under the name meanwhile is never
+  // replaced. Without it (a file system that lacks it) the name is checked
+  // again just before a plain rename, which replaces at most an empty
+  // directory and fails on anything else.
+  int renamed = ::renameat2(AT_FDCWD, temporary_.c_str(), AT_FDCWD, target_.c_str(), RENAME_NOREPLACE);
+  if (renamed != 0 && (errno == EINVAL || errno == ENOSYS)) {
+    if (!CheckNewDirectoryTarget(target_, error)) {
+      Abandon();
+      return false;
+    }
+    renamed = ::rename(temporary_.c_str(), target_.c_str());
+  }
+  if (!Renamed(renamed, target_, error)) {
+    Abandon();
+    return false;
+  }
+  temporary_.clear();
+  guard_.reset();
+  return true;
+}
+
+void OutputDirectory::Abandon() {
+  if (!temporary_.empty()) RemoveOwnDirectory(temporary_.c_str());
+  temporary_.clear();
   guard_.reset();
 }
 

@@ -81,6 +81,45 @@ class OutputFile {
 bool CheckOutputTarget(const std::string& target, const std::vector<std::string>& inputs,
                        std::string* error);
 
+// A new directory of outputs (`convert DIR`), built whole before it appears:
+// the files go into a temporary directory created exclusively beside TARGET
+// (mkdir, mode 0755 less the umask, a unique name), which is renamed to
+// TARGET only on success, with RENAME_NOREPLACE where the file system has it,
+// so no directory that appeared meanwhile is ever replaced. TARGET must not
+// exist (an empty directory included: quantdiff creates the directory it
+// fills). A failure, an abandoned output or a guarded signal removes the
+// temporary directory and what it holds, nothing else.
+//
+//   qd::cli::OutputDirectory out;
+//   if (!out.Open(outdir, &error)) return IoError("convert", error);
+//   WriteFileAtomic(out.PathOf("config.json"), text, inputs, &error);
+//   if (!out.Commit(&error)) return IoError("convert", error);
+class OutputDirectory {
+ public:
+  OutputDirectory() = default;
+  OutputDirectory(const OutputDirectory&) = delete;
+  OutputDirectory& operator=(const OutputDirectory&) = delete;
+  ~OutputDirectory();  // never committed: abandoned
+
+  bool Open(const std::string& target, std::string* error);
+  // Where the file NAME of the finished directory is written meanwhile.
+  std::string PathOf(const std::string& name) const { return temporary_ + "/" + name; }
+  const std::string& temporary_path() const { return temporary_; }
+  // fsync the directory, rename it to the target, fsync the parent. False
+  // with *error (and the temporary directory removed) on any failure.
+  bool Commit(std::string* error);
+  void Abandon();
+
+ private:
+  std::string target_;
+  std::string temporary_;
+  std::unique_ptr<GuardedTemporary> guard_;
+};
+
+// TARGET may be created as a new output directory: nothing (not even a
+// dangling link) has its name. False with *error otherwise.
+bool CheckNewDirectoryTarget(const std::string& target, std::string* error);
+
 // Writes BYTES to PATH through an OutputFile.
 bool WriteFileAtomic(const std::string& path, std::string_view bytes,
                      const std::vector<std::string>& inputs, std::string* error);

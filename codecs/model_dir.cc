@@ -4,7 +4,11 @@
 #include "codecs/model_dir.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -81,8 +85,8 @@ struct Index {
 
 class DirReader {
  public:
-  DirReader(const qd::ModelDirListing& listing, ModelDirRead* read)
-      : listing_(listing), read_(read) {}
+  DirReader(const qd::ModelDirListing& listing, ModelDirRead* read, const ModelDirOptions& options)
+      : listing_(listing), read_(read), options_(options) {}
 
   qd::Outcome Run(TensorSink& sink, Kernel kernel);
 
@@ -108,9 +112,12 @@ class DirReader {
   }
 
   bool FindWeightSet();
+  std::vector<std::string> ConfigNames() const;
   std::vector<qd::SideFile> Configs() const;
   bool ReadIndex(Index* index);
   bool CheckShardNames(const Index& index);
+  template <class Result, class ReadOne>
+  std::vector<std::optional<Result>> ReadEachShard(const Index& index, ReadOne read_one) const;
   bool ReadShards(const Index& index, std::vector<Container>* shards);
   bool CheckTensorsAgainstIndex(const Index& index, const std::vector<Container>& shards);
   bool CheckTotalSize(const Index& index, const std::vector<Container>& shards);
@@ -122,6 +129,7 @@ class DirReader {
 
   const qd::ModelDirListing& listing_;
   ModelDirRead* read_;
+  const ModelDirOptions& options_;
   qd::Outcome outcome_;
   WeightKind kind_ = WeightKind::kNone;
   const qd::DirEntry* index_entry_ = nullptr;  // the set's index, or null
@@ -179,16 +187,23 @@ bool DirReader::FindWeightSet() {
   return true;
 }
 
-// Section 2: the config candidates of docs/gptq.md section 1, in priority order.
-std::vector<qd::SideFile> DirReader::Configs() const {
+// Section 2: the config candidates of docs/gptq.md section 1 present in the
+// directory, in priority order.
+std::vector<std::string> DirReader::ConfigNames() const {
   const std::string stem = Stem(index_entry_ != nullptr ? index_entry_->name : file_entry_->name);
-  std::vector<qd::SideFile> configs;
+  std::vector<std::string> names;
   for (const std::string& name : {stem + ".quantize_config.json", std::string("quantize_config.json"),
                                   std::string("quant_config.json"), std::string("config.json")}) {
-    if (const qd::DirEntry* e = FindRegular(name)) {
-      configs.push_back({PathOf(name), std::vector<std::uint8_t>(e->bytes.data,
-                                                                 e->bytes.data + e->bytes.size)});
-    }
+    if (FindRegular(name) != nullptr) names.push_back(name);
+  }
+  return names;
+}
+
+std::vector<qd::SideFile> DirReader::Configs() const {
+  std::vector<qd::SideFile> configs;
+  for (const std::string& name : ConfigNames()) {
+    const qd::ByteView bytes = FindRegular(name)->bytes;
+    configs.push_back({PathOf(name), std::vector<std::uint8_t>(bytes.data, bytes.data + bytes.size)});
   }
   return configs;
 }
@@ -255,17 +270,66 @@ bool DirReader::CheckShardNames(const Index& index) {
   return true;
 }
 
+// READ_ONE(rank) for every shard, options_.jobs at a time, results in shard
+// order. A shard after the first refused one (in shard order) may be left
+// unread (nullopt): the caller stops at that refusal, as a sequential reading
+// does, so the outcome does not depend on the number of jobs.
+template <class Result, class ReadOne>
+std::vector<std::optional<Result>> DirReader::ReadEachShard(const Index& index,
+                                                            ReadOne read_one) const {
+  const std::size_t count = index.shards.size();
+  std::vector<std::optional<Result>> results(count);
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> first_refused{count};
+  std::mutex mutex;  // guards done, failure and the progress calls
+  std::size_t done = 0;
+  std::exception_ptr failure;
+  auto work = [&] {
+    for (std::size_t s; (s = next.fetch_add(1)) < count;) {
+      if (s > first_refused.load()) continue;
+      try {
+        results[s] = read_one(s);
+      } catch (...) {  // a reader must not throw; the caller's guard reports it
+        const std::lock_guard<std::mutex> lock(mutex);
+        if (!failure) failure = std::current_exception();
+        first_refused.store(0);
+        return;
+      }
+      if (results[s]->refused) {
+        std::size_t seen = first_refused.load();
+        while (s < seen && !first_refused.compare_exchange_weak(seen, s)) {
+        }
+      }
+      if (options_.progress) {
+        const std::lock_guard<std::mutex> lock(mutex);
+        options_.progress(++done, count, index.shards[s]);
+      }
+    }
+  };
+  const std::size_t threads = std::min<std::size_t>(std::max(options_.jobs, 1u), count);
+  std::vector<std::thread> helpers;
+  for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  work();
+  for (std::thread& t : helpers) t.join();
+  if (failure) std::rethrow_exception(failure);
+  return results;
+}
+
 // Step 6: the container rules on each shard, in shard order.
 bool DirReader::ReadShards(const Index& index, std::vector<Container>* shards) {
-  shards->reserve(index.shards.size());
-  for (const std::string& shard : index.shards) {
-    ContainerResult r = ReadContainer(FindRegular(shard)->bytes, PathOf(shard));
-    for (qd::Finding& f : r.findings) outcome_.findings.push_back(std::move(f));
-    if (r.refused) {
+  std::vector<std::optional<ContainerResult>> results =
+      ReadEachShard<ContainerResult>(index, [&](std::size_t s) {
+        return ReadContainer(FindRegular(index.shards[s])->bytes, PathOf(index.shards[s]));
+      });
+  shards->reserve(results.size());
+  for (std::optional<ContainerResult>& r : results) {
+    for (qd::Finding& f : r->findings) outcome_.findings.push_back(std::move(f));
+    if (r->refused) {
       outcome_.refused = true;
       return false;
     }
-    shards->push_back(std::move(r.container));
+    shards->push_back(std::move(r->container));
+    r.reset();  // its findings and header records moved; drop the rest now
   }
   return true;
 }
@@ -441,13 +505,16 @@ void DirReader::OneFile(TensorSink& sink, Kernel kernel) {
 
 qd::Outcome DirReader::Run(TensorSink& sink, Kernel kernel) {
   if (!FindWeightSet()) return std::move(outcome_);
+  read_->config_files = ConfigNames();
   if (file_entry_ != nullptr) {
+    read_->weight_files = {file_entry_->name};
     OneFile(sink, kernel);
     return std::move(outcome_);
   }
   read_->indexed = true;
   Index index;
   if (!ReadIndex(&index) || !CheckShardNames(index)) return std::move(outcome_);
+  read_->weight_files = index.shards;
   if (kind_ == WeightKind::kTorch) {
     read_->unsupported = true;
     read_->unsupported_why =
@@ -468,21 +535,22 @@ qd::Outcome DirReader::Run(TensorSink& sink, Kernel kernel) {
 }  // namespace
 
 qd::Outcome StreamModelDir(const qd::ModelDirListing& listing, TensorSink& sink, ModelDirRead* read,
-                           Kernel kernel) {
+                           Kernel kernel, const ModelDirOptions& options) {
   ModelDirRead local;
   if (read == nullptr) read = &local;
   *read = ModelDirRead{};
-  return DirReader(listing, read).Run(sink, kernel);
+  return DirReader(listing, read, options).Run(sink, kernel);
 }
 
-qd::Outcome CheckModelDir(const qd::ModelDirListing& listing, ModelDirRead* read) {
+qd::Outcome CheckModelDir(const qd::ModelDirListing& listing, ModelDirRead* read,
+                          const ModelDirOptions& options) {
   // A sink that declines the plan: the readers stop before decoding.
   class Declining : public TensorSink {
    public:
     bool Plan(const std::vector<TensorInfo>&) override { return false; }
     bool Take(const TensorChunk&) override { return false; }
   } declining;
-  return StreamModelDir(listing, declining, read);
+  return StreamModelDir(listing, declining, read, BestKernel(), options);
 }
 
 qd::Outcome DecodeModelDir(const qd::ModelDirListing& listing, ModelDirRead* read) {

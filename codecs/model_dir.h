@@ -11,7 +11,9 @@
 #define QUANTDIFF_CODECS_MODEL_DIR_H_
 
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "codecs/kernels.h"
 #include "quantdiff/plain_data.h"
@@ -29,19 +31,37 @@ struct ModelDirRead {
   // docs/model_dir.md 3 step 8: "tensor bytes", "file bytes", or empty (no
   // index, no total_size, or refused before the step).
   std::string total_size_convention;
+  // Once the set is found and its shard names pass IDX-004..IDX-006: its
+  // weight files in shard order, and its configs in priority order (section
+  // 2), as names in the directory. What `convert DIR` rewrites.
+  std::vector<std::string> weight_files;
+  std::vector<std::string> config_files;
   // A weight set quantdiff cannot read yet (sharded torch files), with why:
   // the outcome holds no verdict then.
   bool unsupported = false;
   std::string unsupported_why;
 };
 
+// How the shards are read. Section 3 step 6 (each shard's container rules)
+// runs JOBS shards at a time (1: one after the other; the findings and their
+// order are the same for every JOBS: a reader stops at the first refused
+// shard in shard order, and later shards' results are dropped unread).
+// PROGRESS, when set, is called as each shard's rules finish: DONE of TOTAL,
+// NAME the shard; one call at a time, from whichever thread read it.
+struct ModelDirOptions {
+  unsigned jobs = 1;
+  std::function<void(std::size_t done, std::size_t total, const std::string& name)> progress;
+};
+
 // The checks of docs/model_dir.md 3 and, for an accepted directory, the
 // format's decoded tensors (section 5) to SINK, announced first; a sink that
 // declines the plan gets nothing (what `check` uses).
 qd::Outcome StreamModelDir(const qd::ModelDirListing& listing, TensorSink& sink,
-                           ModelDirRead* read = nullptr, Kernel kernel = BestKernel());
+                           ModelDirRead* read = nullptr, Kernel kernel = BestKernel(),
+                           const ModelDirOptions& options = {});
 // The checks alone, decoding nothing: what `check DIR` runs.
-qd::Outcome CheckModelDir(const qd::ModelDirListing& listing, ModelDirRead* read = nullptr);
+qd::Outcome CheckModelDir(const qd::ModelDirListing& listing, ModelDirRead* read = nullptr,
+                          const ModelDirOptions& options = {});
 // The same, with the decoded tensors collected into the outcome.
 qd::Outcome DecodeModelDir(const qd::ModelDirListing& listing, ModelDirRead* read = nullptr);
 
