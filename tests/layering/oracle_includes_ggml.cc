@@ -1,0 +1,4 @@
+// Deliberately bad (tests/layering/CMakeLists.txt): ggml is opened only by
+// front ends and tests (thirdparty/ggml/), never by the oracles it is
+// compared with, so this must not compile with qd_oracles' include flags.
+#include "thirdparty/ggml/ggml_library.h"

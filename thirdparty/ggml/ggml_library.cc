@@ -1,0 +1,108 @@
+#include "thirdparty/ggml/ggml_library.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <utility>
+
+namespace qd::ggml {
+namespace {
+
+// The exports' C signatures (ggml-quants.h): the block pointer is a
+// type-specific struct there; the bytes are passed through untouched.
+using DequantizeRowFn = void (*)(const void* blocks, float* out, std::int64_t values);
+using QuantizeRowFn = void (*)(const float* in, void* blocks, std::int64_t values);
+
+}  // namespace
+
+std::string DefaultLibraryPath() {
+  if (const char* env = std::getenv("QD_GGML_LIBRARY"); env != nullptr && *env != '\0') return env;
+#ifdef QD_GGML_LIBRARY
+  return QD_GGML_LIBRARY;
+#else
+  return "";
+#endif
+}
+
+std::optional<Library> Library::Open(const std::string& path, std::string* error) {
+  if (path.empty()) {
+    *error = "no ggml library configured (scripts/fetch_ggml.sh fetches it; QD_GGML_LIBRARY names it)";
+    return std::nullopt;
+  }
+  // RTLD_LOCAL: its symbols stay out of the global namespace, so nothing of
+  // ggml can stand in for a symbol of quantdiff's own.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    *error = "cannot load " + path + ": " + (why != nullptr ? why : "dlopen failed");
+    return std::nullopt;
+  }
+  Library library;
+  library.handle_ = handle;
+  library.path_ = path;
+  library.type_size_ = reinterpret_cast<std::size_t (*)(int)>(library.Symbol("ggml_type_size"));
+  library.block_size_ = reinterpret_cast<std::int64_t (*)(int)>(library.Symbol("ggml_blck_size"));
+  library.validate_row_ =
+      reinterpret_cast<bool (*)(int, const void*, std::size_t)>(library.Symbol("ggml_validate_row_data"));
+  if (library.type_size_ == nullptr || library.block_size_ == nullptr || library.validate_row_ == nullptr ||
+      library.Symbol("dequantize_row_mxfp4") == nullptr) {
+    *error = path + " is not a ggml base library with MXFP4: ggml_type_size, ggml_blck_size, "
+                    "ggml_validate_row_data or dequantize_row_mxfp4 is missing";
+    return std::nullopt;
+  }
+  return library;
+}
+
+Library::Library(Library&& other) noexcept { *this = std::move(other); }
+
+Library& Library::operator=(Library&& other) noexcept {
+  if (this != &other) {
+    if (handle_ != nullptr) dlclose(handle_);
+    handle_ = std::exchange(other.handle_, nullptr);
+    path_ = std::move(other.path_);
+    type_size_ = std::exchange(other.type_size_, nullptr);
+    block_size_ = std::exchange(other.block_size_, nullptr);
+    validate_row_ = std::exchange(other.validate_row_, nullptr);
+  }
+  return *this;
+}
+
+Library::~Library() {
+  if (handle_ != nullptr) dlclose(handle_);
+}
+
+void* Library::Symbol(const std::string& name) const {
+  return handle_ != nullptr ? dlsym(handle_, name.c_str()) : nullptr;
+}
+
+bool Library::BlockGeometry(int type_id, std::int64_t* values_per_block, std::size_t* bytes_per_block) const {
+  // ggml indexes its type table with the id unchecked. Every id up to
+  // MXFP4 (39), the highest type quantdiff's GGUF tables name, is inside the
+  // table of any ggml that exports dequantize_row_mxfp4, as this one must.
+  constexpr int kHighestKnownId = 39;
+  if (type_id < 0 || type_id > kHighestKnownId) return false;
+  *values_per_block = block_size_(type_id);
+  *bytes_per_block = type_size_(type_id);
+  return *values_per_block > 0 && *bytes_per_block > 0;
+}
+
+bool Library::Dequantize(std::string_view type, const void* blocks, float* out, std::int64_t values) const {
+  auto fn = reinterpret_cast<DequantizeRowFn>(Symbol("dequantize_row_" + std::string(type)));
+  if (fn == nullptr) return false;
+  fn(blocks, out, values);
+  return true;
+}
+
+bool Library::QuantizeReference(std::string_view type, const float* in, void* blocks,
+                                std::int64_t values) const {
+  auto fn = reinterpret_cast<QuantizeRowFn>(Symbol("quantize_row_" + std::string(type) + "_ref"));
+  if (fn == nullptr) return false;
+  fn(in, blocks, values);
+  return true;
+}
+
+bool Library::ValidateRow(int type_id, const void* data, std::size_t bytes) const {
+  return validate_row_(type_id, data, bytes);
+}
+
+}  // namespace qd::ggml

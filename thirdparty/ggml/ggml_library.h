@@ -1,0 +1,76 @@
+// ggml_library.h: ggml's own block codecs, loaded at run time (issue 12).
+//
+// quantdiff compares its GGUF block codec and oracle with a third reader,
+// ggml itself. ggml is never linked into quantdiff: this adapter opens the
+// libggml-base.so that scripts/fetch_ggml.sh unpacks from the pinned npm
+// package, with dlopen, and looks up its plain C exports by name:
+//   dequantize_row_<type>(const void* blocks, float* out, int64_t k)
+//   quantize_row_<type>_ref(const float* in, void* blocks, int64_t k)
+//   ggml_validate_row_data(int type, const void* data, size_t bytes)
+//   ggml_type_size(int type), ggml_blck_size(int type)
+// (ggml.h and ggml-quants.h; <type> is ggml's lower-case name, "q4_0",
+// "q6_K", "iq4_nl"; a type id is ggml's enum ggml_type value, e.g. Q4_0 = 2).
+// Only front ends and tests use it; the layering keeps codecs/ and oracles/
+// from seeing this header.
+//
+//   std::string error;
+//   auto ggml = qd::ggml::Library::Open(qd::ggml::DefaultLibraryPath(), &error);
+//   if (ggml && ggml->Dequantize("q4_0", blocks, out, 64)) ...
+#ifndef QUANTDIFF_THIRDPARTY_GGML_GGML_LIBRARY_H_
+#define QUANTDIFF_THIRDPARTY_GGML_GGML_LIBRARY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace qd::ggml {
+
+// QD_GGML_LIBRARY from the environment, else the path the build was
+// configured with (CMake's QD_GGML_LIBRARY, where fetch_ggml.sh puts it).
+std::string DefaultLibraryPath();
+
+class Library {
+ public:
+  // The library at `path`, or nullopt with *error saying why (not found, not
+  // a ggml build: a required export is missing).
+  static std::optional<Library> Open(const std::string& path, std::string* error);
+
+  Library(Library&& other) noexcept;
+  Library& operator=(Library&& other) noexcept;
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+  ~Library();
+
+  // ggml's block geometry for a type id: values per block and bytes per
+  // block. False for an id ggml does not size (a removed type has size 0).
+  bool BlockGeometry(int type_id, std::int64_t* values_per_block, std::size_t* bytes_per_block) const;
+
+  // ggml's to_float of `values` values (a whole number of blocks) from
+  // `blocks`. False when this build has no dequantize_row_<type>.
+  bool Dequantize(std::string_view type, const void* blocks, float* out, std::int64_t values) const;
+
+  // ggml's reference quantizer of `values` values (a whole number of
+  // blocks) into `blocks`. False when this build has no quantize_row_<type>_ref.
+  bool QuantizeReference(std::string_view type, const float* in, void* blocks, std::int64_t values) const;
+
+  // ggml_validate_row_data: what ggml accepts when it loads a tensor's bytes.
+  bool ValidateRow(int type_id, const void* data, std::size_t bytes) const;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  Library() = default;
+  void* Symbol(const std::string& name) const;
+
+  void* handle_ = nullptr;
+  std::string path_;
+  std::size_t (*type_size_)(int) = nullptr;
+  std::int64_t (*block_size_)(int) = nullptr;
+  bool (*validate_row_)(int, const void*, std::size_t) = nullptr;
+};
+
+}  // namespace qd::ggml
+
+#endif  // QUANTDIFF_THIRDPARTY_GGML_GGML_LIBRARY_H_
