@@ -31,6 +31,8 @@ extern const std::string_view kDecodeHelp =
     "g_idx becomes P.weight [out_features, in_features]), to a plain safetensors\n"
     "file. Tensors\n"
     "the format does not decode to floating point (integer dtypes) are left out.\n"
+    "A file of a family quantdiff only recognises (EXL3, VPTQ, QQQ, ParoQuant:\n"
+    "docs/recognised.md) is checked and refused with REC-001, nothing written.\n"
     "Warnings are printed to standard error.\n"
     "\n"
     "The output is written to a new temporary file beside OUT and renamed over\n"
@@ -42,7 +44,7 @@ extern const std::string_view kDecodeHelp =
     "with exit 2.\n"
     "\n"
     "  --out FILE     the safetensors file to write (required; - for standard output)\n"
-    "  --format NAME  read FILE as NAME (rbq, bnb, gptq, pt, safetensors) instead of detecting\n"
+    "  --format NAME  read FILE as NAME (rbq, bnb, recognised, gptq, pt, safetensors) instead of detecting\n"
     "  --config FILE  FILE's quantize config (GPTQ); without it the config is looked\n"
     "                 up beside FILE: STEM.quantize_config.json, quantize_config.json,\n"
     "                 quant_config.json, then config.json's quantization_config\n"
@@ -98,8 +100,11 @@ int RunDecode(const std::vector<std::string>& argv) {
   std::optional<qd::Outcome> outcome;
   qd::codec::ModelDirRead dir_read;
   try {
-    outcome = directory ? qd::codec::StreamModelDir(dir.Listing(), sink, &dir_read)
-                        : format->codec_stream(bytes, path, side_files, sink);
+    // A recognised format (docs/recognised.md 0) is checked, never decoded:
+    // its refusal, REC-001, stands in for the stream.
+    outcome = directory                ? qd::codec::StreamModelDir(dir.Listing(), sink, &dir_read)
+              : format->decode_refusal ? format->decode_refusal(bytes, path, side_files)
+                                       : format->codec_stream(bytes, path, side_files, sink);
   } catch (const std::exception& e) {  // allocation failure on a huge tensor
     error = e.what();
   }
