@@ -12,6 +12,7 @@
 #include "cli/common.h"
 #include "cli/model_dir_input.h"
 #include "codecs/model_dir.h"
+#include "codecs/recognised.h"
 #include "cli/decoded_output.h"
 #include "reports/escape.h"
 #include "reports/writers.h"
@@ -113,6 +114,12 @@ int RunDecode(const std::vector<std::string>& argv) {
     return IoError("decode", path + ": " + format_name + " codec failed: " + error);
   }
   if (dir_read.unsupported) return IoError("decode", path + ": " + dir_read.unsupported_why);
+  if (directory && dir_read.format == "recognised" && !outcome->refused) {
+    // The same refusal for a directory of a recognised family: what was
+    // streamed stays in the temporary file, which is never committed.
+    outcome->findings.push_back(qd::codec::RecognisedNotDecoded(outcome->findings, path));
+    outcome->refused = true;
+  }
   PrintFindings(path, outcome->findings);
   if (outcome->refused) {
     std::fprintf(stderr, "quantdiff decode: %s refused by the %s codec; nothing written\n",

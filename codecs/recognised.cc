@@ -111,9 +111,22 @@ std::optional<std::string_view> PrefixOf(std::string_view name, std::string_view
   return p;
 }
 
+// True when NAME is P + a marker of some family (docs/recognised.md 2).
+bool IsMarkerName(std::string_view name) {
+  for (const std::span<const Member> members : {std::span<const Member>(kExl3), std::span<const Member>(kVptq),
+                                               std::span<const Member>(kQqq), std::span<const Member>(kParo)}) {
+    for (const Member& m : members) {
+      if (m.marker && PrefixOf(name, m.suffix)) return true;
+    }
+  }
+  return false;
+}
+
 class Reader {
  public:
-  Reader(const std::string& file_name, RecognisedResult* r) : file_(file_name), r_(r) {}
+  // TABLE is read (it outlives the reader); findings and layers go to *R.
+  Reader(const std::string& file_name, const TensorTable& table, RecognisedResult* r)
+      : file_(file_name), table_(table), r_(r) {}
 
   const std::array<Family, 4>& Families() const {
     static const std::array<Family, 4> families = {{
@@ -127,18 +140,20 @@ class Reader {
 
   // Section 2: every prefix with a marker, family = the first with one.
   void Discover() {
-    const std::vector<TensorEntry>& ts = r_->container.tensors;
-    std::map<std::string_view, std::size_t> by_name;
-    for (std::size_t i = 0; i < ts.size(); ++i) by_name.emplace(ts[i].name, i);
+    const TensorTable& ts = table_;
+    for (std::size_t i = 0; i < ts.size(); ++i) {
+      if (ts[i].listed) by_name_.emplace(ts[i].name, i);
+    }
     std::map<std::string, std::size_t> family_of;  // prefix -> family index
     for (std::size_t f = 0; f < Families().size(); ++f) {
-      for (const TensorEntry& t : ts) {
+      for (const auto& [name, i] : by_name_) {
         for (const Member& m : Families()[f].members) {
           if (!m.marker) continue;
-          if (auto p = PrefixOf(t.name, m.suffix)) family_of.emplace(std::string(*p), f);
+          if (auto p = PrefixOf(name, m.suffix)) family_of.emplace(std::string(*p), f);
         }
       }
     }
+    const auto& by_name = by_name_;
     for (const auto& [prefix, f] : family_of) {
       const Family& family = Families()[f];
       RecognisedLayer layer{std::string(family.name), prefix, {}, 0};
@@ -155,7 +170,7 @@ class Reader {
       }
       layers_.push_back({f, std::move(layer), std::move(present)});
     }
-    // Container tensors are already in (begin, end, name) order.
+    // Table indices are in storage order: (shard,) begin, end, name.
     std::sort(layers_.begin(), layers_.end(),
               [](const Found& a, const Found& b) { return a.layer.anchor < b.layer.anchor; });
   }
@@ -190,8 +205,9 @@ class Reader {
     Present present;
   };
 
-  const TensorEntry& T(std::size_t i) const { return r_->container.tensors[i]; }
-  std::string Name(std::size_t i) const { return T(i).name; }
+  // A view built on each call (TensorTable::operator[]): hold it by value.
+  TableTensor T(std::size_t i) const { return table_[i]; }
+  std::string Name(std::size_t i) const { return std::string(T(i).name); }
 
   bool Fail(std::string rule, std::string file, std::string tensor, std::string field,
             std::int64_t offset, std::string message) {
@@ -226,8 +242,7 @@ class Reader {
     // L2: QQQ has no g_idx.
     if (family.name == "qqq") {
       const std::string g_idx = l.layer.prefix + "g_idx";
-      const auto& ts = r_->container.tensors;
-      if (std::any_of(ts.begin(), ts.end(), [&](const TensorEntry& t) { return t.name == g_idx; })) {
+      if (by_name_.count(g_idx) != 0) {
         return TensorFail("REC-005", g_idx, "g_idx", "a QQQ layer has no GPTQ g_idx");
       }
     }
@@ -235,15 +250,15 @@ class Reader {
     for (std::size_t m = 0; m < family.members.size(); ++m) {
       if (!l.present[m]) continue;
       const Member& member = family.members[m];
-      const TensorEntry& t = T(*l.present[m]);
+      const TableTensor t = T(*l.present[m]);
       if (!InSet(member.dtypes, t.dtype)) {
-        return TensorFail("REC-003", t.name, "dtype",
+        return TensorFail("REC-003", std::string(t.name), "dtype",
                           std::string(InfoOf(t.dtype).name) + " is not a dtype of " +
                               std::string(member.suffix));
       }
       const bool any_rank = member.rank < 0 || (member.empty_allowed && t.element_count == 0);
       if (!any_rank && t.shape.size() != static_cast<std::size_t>(member.rank)) {
-        return TensorFail("REC-003", t.name, "shape",
+        return TensorFail("REC-003", std::string(t.name), "shape",
                           std::string(member.suffix) + " has rank " +
                               std::to_string(t.shape.size()) + ", not " +
                               std::to_string(member.rank));
@@ -276,16 +291,18 @@ class Reader {
   }
 
   bool QqqShapes(const Present& p) {
-    const Shape& b = T(*p[kQqqB]).shape;
+    const TableTensor b_tensor = T(*p[kQqqB]);
+    const Shape& b = b_tensor.shape;
     if (b[1] % 2 != 0) return ShapeFail(*p[kQqqB], "B.shape[1] = N*16/8 is odd");
     // K = 16 * B.shape[0] may pass 2^64: compare in 128 bits.
     const unsigned __int128 k = static_cast<unsigned __int128>(b[0]) * 16;
     const std::uint64_t n = b[1] / 2;
-    const Shape& channel = T(*p[kQqqChannel]).shape;
+    const TableTensor channel_tensor = T(*p[kQqqChannel]);
+    const Shape& channel = channel_tensor.shape;
     if (channel[0] != 1 || channel[1] != n) {
       return ShapeFail(*p[kQqqChannel], "s_channel is not [1, N]");
     }
-    const TensorEntry& group = T(*p[kQqqGroup]);
+    const TableTensor group = T(*p[kQqqGroup]);
     if (group.element_count != 0 &&
         (group.shape[1] != n || group.shape[0] == 0 || k % group.shape[0] != 0)) {
       return ShapeFail(*p[kQqqGroup], "s_group is not [K/group_size, N]");
@@ -297,14 +314,17 @@ class Reader {
   }
 
   bool ParoShapes(const Present& p) {
-    const Shape& qweight = T(*p[kParoQweight]).shape;
+    const TableTensor qweight_tensor = T(*p[kParoQweight]);
+    const Shape& qweight = qweight_tensor.shape;
     const unsigned __int128 n = static_cast<unsigned __int128>(qweight[1]) * 8;
-    const Shape& scales = T(*p[kParoScales]).shape;
+    const TableTensor scales_tensor = T(*p[kParoScales]);
+    const Shape& scales = scales_tensor.shape;
     const std::uint64_t groups = scales[0];
     if (groups == 0 || scales[1] != n || qweight[0] % groups != 0) {
       return ShapeFail(*p[kParoScales], "scales is not [G, N] with G dividing K");
     }
-    const Shape& qzeros = T(*p[kParoQzeros]).shape;
+    const TableTensor qzeros_tensor = T(*p[kParoQzeros]);
+    const Shape& qzeros = qzeros_tensor.shape;
     if (qzeros[0] != groups || qzeros[1] != qweight[1]) {
       return ShapeFail(*p[kParoQzeros], "qzeros is not [G, N/8]");
     }
@@ -367,8 +387,7 @@ class Reader {
       }
     }
     // E2: against the tensors.
-    std::map<std::string_view, std::size_t> by_name;
-    for (std::size_t i = 0; i < r_->container.tensors.size(); ++i) by_name.emplace(T(i).name, i);
+    const auto& by_name = by_name_;
     std::vector<std::string> listed;
     for (const auto& m : storage->items()) {
       for (const auto& st : m.value()["stored_tensors"].items()) {
@@ -379,7 +398,7 @@ class Reader {
         if (it == by_name.end()) {
           return TensorFail("REC-007", name, "name", "tensor_storage names a tensor the file lacks");
         }
-        const TensorEntry& t = T(it->second);
+        const TableTensor t = T(it->second);
         if (spec["shape"].get<std::vector<std::uint64_t>>() != std::vector<std::uint64_t>(t.shape)) {
           return TensorFail("REC-007", name, "shape", "tensor_storage gives another shape");
         }
@@ -408,65 +427,82 @@ class Reader {
   }
 
   std::string file_;
+  const TensorTable& table_;
   RecognisedResult* r_;
+  std::map<std::string_view, std::size_t, std::less<>> by_name_;  // listed tensors
   std::vector<Found> layers_;
 };
 
-// The floating tensors of no layer (section 6), in container order.
+// The floating tensors of no layer (section 6), in storage order.
 std::vector<std::size_t> DecodedTensors(const RecognisedResult& r) {
-  std::vector<bool> member(r.container.tensors.size(), false);
+  std::vector<bool> member(r.table.size(), false);
   for (const RecognisedLayer& l : r.layers) {
     for (std::size_t i : l.members) member[i] = true;
   }
   std::vector<std::size_t> out;
-  for (std::size_t i = 0; i < r.container.tensors.size(); ++i) {
-    if (!member[i] && IsFloatDtype(r.container.tensors[i].dtype)) out.push_back(i);
+  for (std::size_t i = 0; i < r.table.size(); ++i) {
+    const TableTensor t = r.table[i];
+    if (!member[i] && t.listed && IsFloatDtype(t.dtype)) out.push_back(i);
   }
   return out;
 }
 
 }  // namespace
 
-RecognisedResult ReadRecognised(qd::ByteView file, const std::string& file_name,
-                                const std::vector<qd::SideFile>& configs) {
+RecognisedResult ReadRecognisedTable(TensorTable table, const std::string& file_name,
+                                     const std::vector<qd::SideFile>& configs,
+                                     std::vector<qd::Finding> container_findings) {
   RecognisedResult r;
-  ContainerResult c = ReadContainer(file, file_name);
-  r.findings = std::move(c.findings);
-  if (c.refused) {
-    r.refused = true;
-    return r;
-  }
-  r.container = std::move(c.container);
-  Reader reader(file_name, &r);
+  r.findings = std::move(container_findings);
+  r.table = std::move(table);
+  Reader reader(file_name, r.table, &r);
   reader.Discover();
   r.is_recognised = !reader.empty();
   reader.Check(configs);
   return r;
 }
 
+RecognisedResult ReadRecognised(qd::ByteView file, const std::string& file_name,
+                                const std::vector<qd::SideFile>& configs) {
+  ContainerResult c = ReadContainer(file, file_name);
+  if (c.refused) return ContainerRefusal<RecognisedResult>(std::move(c.findings));
+  return ReadRecognisedTable(TensorTable::FromContainer(std::move(c.container)), file_name, configs,
+                             std::move(c.findings));
+}
+
+bool HasRecognisedLayer(const TensorTable& table) {
+  // A layer exists exactly when some listed tensor is P + marker (section 2):
+  // one pass, nothing built, since every file passes through detection.
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const TableTensor t = table[i];
+    if (t.listed && IsMarkerName(t.name)) return true;
+  }
+  return false;
+}
+
 bool ClaimsRecognised(qd::ByteView file) {
-  RecognisedResult r;
-  ContainerResult c = ReadContainer(file, "");
-  if (c.refused) return false;
-  r.container = std::move(c.container);
-  Reader reader("", &r);
-  reader.Discover();
-  return !reader.empty();
+  const ContainerResult c = ReadContainer(file, "");
+  return !c.refused && std::any_of(c.container.tensors.begin(), c.container.tensors.end(),
+                                   [](const TensorEntry& t) { return IsMarkerName(t.name); });
+}
+
+void StreamRecognisedTensors(const RecognisedResult& r, TensorSink& sink) {
+  const std::vector<std::size_t> decoded = DecodedTensors(r);
+  std::vector<TensorInfo> plan;
+  for (std::size_t i : decoded) {
+    const TableTensor t = r.table[i];
+    plan.push_back({std::string(t.name), t.shape});
+  }
+  if (!sink.Plan(plan)) return;
+  for (std::size_t k = 0; k < decoded.size(); ++k) {
+    if (!r.table.StreamFloat(decoded[k], k, sink)) return;
+  }
 }
 
 qd::Outcome StreamRecognisedFile(qd::ByteView file, const std::string& file_name,
                                  const std::vector<qd::SideFile>& configs, TensorSink& sink) {
   RecognisedResult r = ReadRecognised(file, file_name, configs);
-  if (!r.refused) {
-    const std::vector<std::size_t> decoded = DecodedTensors(r);
-    std::vector<TensorInfo> plan;
-    for (std::size_t i : decoded) plan.push_back({r.container.tensors[i].name, r.container.tensors[i].shape});
-    if (sink.Plan(plan)) {
-      for (std::size_t k = 0; k < decoded.size(); ++k) {
-        if (!StreamFloatTensor(r.container, r.container.tensors[decoded[k]], k, sink)) break;
-      }
-    }
-  }
+  if (!r.refused) StreamRecognisedTensors(r, sink);
   return qd::Outcome{r.refused, std::move(r.findings), {}};
 }
 
@@ -479,20 +515,25 @@ qd::Outcome DecodeRecognisedFile(qd::ByteView file, const std::string& file_name
   return outcome;
 }
 
+qd::Finding RecognisedNotDecoded(const std::vector<qd::Finding>& findings,
+                                 const std::string& file_name) {
+  std::string families, anchor;
+  for (const qd::Finding& f : findings) {
+    if (f.rule != "REC-101") continue;
+    if (anchor.empty()) anchor = f.tensor;
+    families += (families.empty() ? "" : ", ") + f.field;
+  }
+  return MakeFinding(
+      "REC-001", qd::Severity::kError, file_name, anchor, "decode", -1,
+      "recognised " + families +
+          ", not decoded: spec 004 does not fix its arithmetic bit by bit (docs/recognised.md)");
+}
+
 qd::Outcome RecognisedDecodeRefusal(qd::ByteView file, const std::string& file_name,
                                     const std::vector<qd::SideFile>& configs) {
   RecognisedResult r = ReadRecognised(file, file_name, configs);
   if (!r.refused) {
-    std::string families, anchor;
-    for (const qd::Finding& f : r.findings) {
-      if (f.rule != "REC-101") continue;
-      if (anchor.empty()) anchor = f.tensor;
-      families += (families.empty() ? "" : ", ") + f.field;
-    }
-    r.findings.push_back(MakeFinding(
-        "REC-001", qd::Severity::kError, file_name, anchor, "decode", -1,
-        "recognised " + families +
-            ", not decoded: spec 004 does not fix its arithmetic bit by bit (docs/recognised.md)"));
+    r.findings.push_back(RecognisedNotDecoded(r.findings, file_name));
     r.refused = true;
   }
   return qd::Outcome{r.refused, std::move(r.findings), {}};

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "codecs/safetensors.h"
+#include "codecs/tensor_table.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
 
@@ -24,15 +25,15 @@ namespace qd::codec {
 struct RecognisedLayer {
   std::string family;                // "exl3", "vptq", "qqq", "paroquant"
   std::string prefix;                // "model.layers.0.mlp.up_proj." (with the dot)
-  std::vector<std::size_t> members;  // Container::tensors indices, member order
-  std::size_t anchor = 0;            // Container::tensors index
+  std::vector<std::size_t> members;  // RecognisedResult::table indices, member order
+  std::size_t anchor = 0;            // RecognisedResult::table index
 };
 
 struct RecognisedResult {
   bool refused = false;
   bool is_recognised = false;  // the file has at least one layer
   std::vector<qd::Finding> findings;  // warnings in order met, then at most one error
-  Container container;
+  TensorTable table;                    // the file's, or a model directory's merged table
   std::vector<RecognisedLayer> layers;  // in anchor order
 };
 
@@ -40,6 +41,17 @@ struct RecognisedResult {
 // sources in priority order (only an EXL3 file reads them).
 RecognisedResult ReadRecognised(qd::ByteView file, const std::string& file_name,
                                 const std::vector<qd::SideFile>& configs);
+
+// The same checks on an accepted container's tensor table (a file's, or a
+// model directory's merged table: docs/model_dir.md 4); the container's
+// warnings come first.
+RecognisedResult ReadRecognisedTable(TensorTable table, const std::string& file_name,
+                                     const std::vector<qd::SideFile>& configs,
+                                     std::vector<qd::Finding> container_findings = {});
+// docs/recognised.md section 2, Detection, on a table: a layer of a family.
+bool HasRecognisedLayer(const TensorTable& table);
+// Section 6's tensors of an accepted result to SINK (announced first).
+void StreamRecognisedTensors(const RecognisedResult& result, TensorSink& sink);
 
 // docs/recognised.md section 2, Detection: a cheap look at the header alone.
 bool ClaimsRecognised(qd::ByteView file);
@@ -51,6 +63,11 @@ qd::Outcome StreamRecognisedFile(qd::ByteView file, const std::string& file_name
 qd::Outcome DecodeRecognisedFile(qd::ByteView file, const std::string& file_name,
                                  const std::vector<qd::SideFile>& configs);
 
+// REC-001 for an accepted reading whose findings are FINDINGS: the error
+// `decode` reports instead of writing, naming the families of the REC-101
+// warnings (a file's, or a model directory's).
+qd::Finding RecognisedNotDecoded(const std::vector<qd::Finding>& findings,
+                                 const std::string& file_name);
 // What `quantdiff decode` reports instead of writing (docs/recognised.md 0):
 // the check's findings and, for an accepted file, the error REC-001 naming
 // the families.

@@ -99,7 +99,7 @@ bool MemberPrefix(const std::string& name, const std::string& suffix, std::strin
 // Tensor index by name (names are unique: ST rules).
 using NameIndex = std::map<std::string, long>;
 
-NameIndex IndexNames(const Container& c) {
+NameIndex IndexNames(const MergedTable& c) {
   NameIndex index;
   for (std::size_t i = 0; i < c.tensors.size(); ++i) index[c.tensors[i].name] = static_cast<long>(i);
   return index;
@@ -112,11 +112,11 @@ long FindTensor(const NameIndex& index, const std::string& name) {
 
 // Section 2: every prefix owning a marker; a prefix belongs to the first
 // family in table order with a marker there. Layers in anchor order.
-std::vector<Layer> FindLayers(const Container& c, const NameIndex& names) {
+std::vector<Layer> FindLayers(const MergedTable& c, const NameIndex& names) {
   std::vector<Layer> layers;
   std::set<std::string> known;
   for (std::size_t f = 0; f < FamilyTable().size(); ++f) {
-    for (const ContainerTensor& t : c.tensors) {
+    for (const TableTensor& t : c.tensors) {
       for (const MemberSpec& m : FamilyTable()[f].members) {
         std::string prefix;
         if (!m.marker || !MemberPrefix(t.name, m.suffix, &prefix)) continue;
@@ -133,8 +133,8 @@ std::vector<Layer> FindLayers(const Container& c, const NameIndex& names) {
       }
     }
   }
-  // The container's tensors are sorted by (begin, end, name): the anchor's
-  // index is its place in that order.
+  // The table is sorted by (shard, begin, end, name): the anchor's index is
+  // its place in that order.
   std::sort(layers.begin(), layers.end(),
             [](const Layer& a, const Layer& b) { return a.anchor < b.anchor; });
   return layers;
@@ -142,7 +142,7 @@ std::vector<Layer> FindLayers(const Container& c, const NameIndex& names) {
 
 struct Check {
   const std::string& file_name;
-  const Container& c;
+  const MergedTable& c;
   const NameIndex& names;
   qd::Outcome* outcome;
 
@@ -156,7 +156,7 @@ struct Check {
                    const std::string& message) {
     return Error(rule, file_name, tensor, field, kHeaderByte, message);
   }
-  const ContainerTensor& T(long i) const { return c.tensors[static_cast<std::size_t>(i)]; }
+  const TableTensor& T(long i) const { return c.tensors[static_cast<std::size_t>(i)]; }
 
   // Section 3, L1..L4.
   bool CheckLayer(const Layer& layer) {
@@ -194,7 +194,7 @@ struct Check {
     for (std::size_t m = 0; m < family.members.size(); ++m) {
       if (layer.member_tensor[m] < 0) continue;
       const MemberSpec& spec = family.members[m];
-      const ContainerTensor& t = T(layer.member_tensor[m]);
+      const TableTensor& t = T(layer.member_tensor[m]);
       if (!spec.dtypes.empty() &&
           std::find(spec.dtypes.begin(), spec.dtypes.end(), t.dtype) == spec.dtypes.end()) {
         return TensorError("REC-003", t.name, "dtype", "dtype " + t.dtype + " not allowed");
@@ -227,7 +227,7 @@ struct Check {
       const std::uint64_t N = b[1] / 2;
       const std::vector<std::uint64_t> channel_want = {1, N};
       if (T(at("s_channel")).shape != channel_want) return shape_error(at("s_channel"), "not [1, N]");
-      const ContainerTensor& group = T(at("s_group"));
+      const TableTensor& group = T(at("s_group"));
       if (group.element_count != 0) {
         if (group.shape[1] != N || group.shape[0] < 1 || K % group.shape[0] != 0) {
           return shape_error(at("s_group"), "not [K/group_size, N]");
@@ -369,32 +369,30 @@ struct Check {
 
 }  // namespace
 
-qd::Outcome StreamRecognisedFile(qd::ByteView file, const std::string& file_name,
-                                 const std::vector<qd::SideFile>& configs, qd::TensorSink& sink) {
-  qd::Outcome outcome;
-  Container c;
-  if (!CheckContainer(file, file_name, &outcome, &c)) return outcome;
+bool StreamRecognisedTable(const MergedTable& c, const std::string& file_name,
+                           const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
+                           qd::TensorSink& sink) {
   const NameIndex names = IndexNames(c);
   const std::vector<Layer> layers = FindLayers(c, names);
-  Check check{file_name, c, names, &outcome};
+  Check check{file_name, c, names, outcome};
   for (const Layer& layer : layers) {
-    if (!check.CheckLayer(layer)) return outcome;
+    if (!check.CheckLayer(layer)) return false;
   }
   bool has_exl3 = false;
   for (const Layer& layer : layers) has_exl3 = has_exl3 || layer.family == 0;
-  if (has_exl3 && !check.CheckTensorStorage(configs, layers)) return outcome;
+  if (has_exl3 && !check.CheckTensorStorage(configs, layers)) return false;
   // W1 REC-101: one per family present, table order.
   for (std::size_t f = 0; f < FamilyTable().size(); ++f) {
     for (const Layer& layer : layers) {
       if (layer.family != f) continue;
-      outcome.findings.push_back(NewFinding(
+      outcome->findings.push_back(NewFinding(
           "REC-101", qd::Severity::kWarning, file_name, check.T(layer.anchor).name,
           FamilyTable()[f].name, kHeaderByte,
           std::string("recognised ") + FamilyTable()[f].label + " layout; checked, not decoded"));
       break;
     }
   }
-  // Section 6: floating tensors of no layer, in container order.
+  // Section 6: floating tensors of no layer, in table order.
   std::vector<bool> in_layer(c.tensors.size(), false);
   for (const Layer& layer : layers) {
     for (long i : layer.member_tensor) {
@@ -408,10 +406,20 @@ qd::Outcome StreamRecognisedFile(qd::ByteView file, const std::string& file_name
     chosen.push_back(i);
     plan.push_back({c.tensors[i].name, c.tensors[i].shape});
   }
-  if (!sink.Plan(plan)) return outcome;
+  if (!sink.Plan(plan)) return true;
   for (std::size_t k = 0; k < chosen.size(); ++k) {
-    if (!StreamFloatTensor(file, c, c.tensors[chosen[k]], k, sink)) break;
+    const TableTensor& t = c.tensors[chosen[k]];
+    if (!StreamFloatElements(t.dtype, t.data, t.element_count, k, sink)) break;
   }
+  return true;
+}
+
+qd::Outcome StreamRecognisedFile(qd::ByteView file, const std::string& file_name,
+                                 const std::vector<qd::SideFile>& configs, qd::TensorSink& sink) {
+  qd::Outcome outcome;
+  Container container;
+  if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
+  StreamRecognisedTable(TableOfFile(file, std::move(container)), file_name, configs, &outcome, sink);
   return outcome;
 }
 
@@ -420,10 +428,37 @@ qd::Outcome ReadRecognisedFile(qd::ByteView file, const std::string& file_name,
   return CollectStream([&](qd::TensorSink& sink) { return StreamRecognisedFile(file, file_name, configs, sink); });
 }
 
+namespace {
+
+// Section 2: a layer exists exactly when some tensor is named P + a marker.
+// Detection runs on every file, so this builds nothing.
+bool IsMarkerName(const std::string& name) {
+  for (const FamilySpec& family : FamilyTable()) {
+    for (const MemberSpec& m : family.members) {
+      std::string prefix;
+      if (m.marker && MemberPrefix(name, m.suffix, &prefix)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool HasRecognisedLayer(const MergedTable& table) {
+  for (const TableTensor& t : table.tensors) {
+    if (IsMarkerName(t.name)) return true;
+  }
+  return false;
+}
+
 bool IsRecognisedFile(qd::ByteView file) {
   qd::Outcome findings;
   Container c;
-  return CheckContainer(file, "", &findings, &c) && !FindLayers(c, IndexNames(c)).empty();
+  if (!CheckContainer(file, "", &findings, &c)) return false;
+  for (const ContainerTensor& t : c.tensors) {
+    if (IsMarkerName(t.name)) return true;
+  }
+  return false;
 }
 
 }  // namespace qd::oracle

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "oracles/merged_table.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
 
@@ -22,7 +23,20 @@ qd::Outcome ReadRecognisedFile(qd::ByteView file, const std::string& file_name,
 qd::Outcome StreamRecognisedFile(qd::ByteView file, const std::string& file_name,
                                  const std::vector<qd::SideFile>& configs, qd::TensorSink& sink);
 
-// docs/recognised.md section 2, Detection.
+// The checks after the container rules and section 6's tensors over a table
+// of accepted containers: one file, or a model directory's shards merged
+// (docs/model_dir.md 4). Findings are appended to *outcome naming FILE_NAME
+// (REC-006 names its config source); the first error sets refused and
+// returns false. Otherwise the plan and the tensors go to SINK.
+bool StreamRecognisedTable(const MergedTable& table, const std::string& file_name,
+                           const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
+                           qd::TensorSink& sink);
+
+// docs/recognised.md section 2, Detection, over a table: a layer of a family.
+bool HasRecognisedLayer(const MergedTable& table);
+
+// docs/recognised.md section 2, Detection: the container accepts the file and
+// it has a layer.
 bool IsRecognisedFile(qd::ByteView file);
 
 }  // namespace qd::oracle

@@ -211,6 +211,17 @@ TEST(RecognisedExl3, TensorStorageAgainstTheTensors) {
                   {"REC-007", "l.sv", "name"});
 }
 
+// Modules and stored tensors are visited in key byte order, not document
+// order (docs/recognised.md 5): the first wrong entry by bytes is named.
+TEST(RecognisedExl3, TensorStorageIsVisitedInKeyByteOrder) {
+  const Bytes file = MakeFile(kExl3);
+  const std::string config =
+      R"({"tensor_storage":{"z":{"stored_tensors":{"l.trellis":{"shape":[1,1,16],"torch_dtype":"int16"}}},)"
+      R"("l":{"stored_tensors":{"l.svh":{"shape":[16],"torch_dtype":"int8"},)"
+      R"("l.suh":{"shape":[16],"torch_dtype":"int8"}}}}})";
+  ExpectEverySide(file, {Config("q.json", config)}, {"REC-007", "l.suh", "torch_dtype"});
+}
+
 TEST(RecognisedDecode, AnAcceptedFileIsRefusedWithRec001) {
   const Bytes file = MakeFile(Qqq());
   const qd::ByteView view{file.data(), file.size()};

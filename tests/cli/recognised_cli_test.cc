@@ -103,6 +103,36 @@ TEST_F(RecognisedCli, EveryOtherFamilyIsCheckedAndNotDecoded) {
   }
 }
 
+// A model directory (docs/model_dir.md): an EXL3 layer split over two shards
+// is one layer, checked against config.json; decode DIR refuses with REC-001.
+TEST_F(RecognisedCli, ShardedExl3DirectoryIsCheckedAsOneModelAndNotDecoded) {
+  fs::create_directories(dir_ / "model");
+  PutFile("model/model-00001-of-00002.safetensors", MakeFile({kExl3[0], {"norm", "F32", {2}}}));
+  PutFile("model/model-00002-of-00002.safetensors", MakeFile({kExl3[1]}));
+  Put("model/model.safetensors.index.json",
+      R"({"weight_map":{"m.trellis":"model-00001-of-00002.safetensors",)"
+      R"("norm":"model-00001-of-00002.safetensors","m.suh":"model-00002-of-00002.safetensors"}})");
+  Put("model/config.json", kExl3Config);
+  const std::string model = (dir_ / "model").string();
+  const qd::hostile::RunResult check = Run({"check", model, "--report", "json"});
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_EQ(Rules(check.out), std::vector<std::string>{"REC-101:exl3"}) << check.out;
+  EXPECT_EQ(Run({"diff", model}).exit_code, 0);
+
+  const std::string out = (dir_ / "out.safetensors").string();
+  const qd::hostile::RunResult decode = Run({"decode", model, "--out", out});
+  EXPECT_EQ(decode.exit_code, 1) << decode.err;
+  EXPECT_NE(decode.err.find("REC-001"), std::string::npos) << decode.err;
+  EXPECT_FALSE(fs::exists(out));
+
+  // The suh shard's shape no longer what tensor_storage says: REC-007 names that shard.
+  PutFile("model/model-00002-of-00002.safetensors", MakeFile({{"m.suh", "F16", {8}}}));
+  const qd::hostile::RunResult broken = Run({"check", model, "--report", "json"});
+  EXPECT_EQ(broken.exit_code, 1) << broken.err;
+  EXPECT_EQ(Rules(broken.out), std::vector<std::string>{"REC-007:shape"}) << broken.out;
+  EXPECT_NE(broken.out.find("model-00002-of-00002.safetensors"), std::string::npos) << broken.out;
+}
+
 TEST_F(RecognisedCli, MarlinLabelledGptqStaysGptq005) {
   const std::string file =
       PutFile("model.safetensors", MakeFile({{"l.qweight", "I32", {4, 32}}, {"l.qzeros", "I32", {1, 4}},
