@@ -50,7 +50,7 @@ extern const std::string_view kCampaignHelp =
     "                 instances (default ./campaign-out); a folder that exists\n"
     "                 must be empty or an earlier campaign's (it holds the marker\n"
     "                 file .quantdiff-campaign), so nothing else is overwritten\n"
-    "  --format NAME  only this format (rbq, bnb, gptq, pt, safetensors); repeat with commas\n"
+    "  --format NAME  only this format (rbq, bnb, recognised, gptq, pt, safetensors); repeat with commas\n"
     "  --instances N  stop after N instances even if time remains\n"
     "\n"
     "exit: 0 no divergence and no expectation failure, 1 otherwise,\n"

@@ -37,7 +37,7 @@ extern const std::string_view kCheckHelp =
     "  --report FORMAT  text (default): one line per finding and a summary;\n"
     "                   json, junit (one testcase per file) or sarif (2.1.0)\n"
     "  --out FILE       write the report to FILE instead of standard output\n"
-    "  --format NAME    apply NAME's rules to every file (rbq, bnb, gptq, pt, safetensors)\n"
+    "  --format NAME    apply NAME's rules to every file (rbq, bnb, recognised, gptq, pt, safetensors)\n"
     "  --config FILE    the quantize config for every file (GPTQ); without it each\n"
     "                   file's config is looked up beside it: STEM.quantize_config.json,\n"
     "                   quantize_config.json, quant_config.json, config.json\n"

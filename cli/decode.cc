@@ -12,6 +12,7 @@
 #include "cli/common.h"
 #include "cli/model_dir_input.h"
 #include "codecs/model_dir.h"
+#include "codecs/recognised.h"
 #include "cli/decoded_output.h"
 #include "reports/escape.h"
 #include "reports/writers.h"
@@ -31,6 +32,8 @@ extern const std::string_view kDecodeHelp =
     "g_idx becomes P.weight [out_features, in_features]), to a plain safetensors\n"
     "file. Tensors\n"
     "the format does not decode to floating point (integer dtypes) are left out.\n"
+    "A file of a family quantdiff only recognises (EXL3, VPTQ, QQQ, ParoQuant:\n"
+    "docs/recognised.md) is checked and refused with REC-001, nothing written.\n"
     "Warnings are printed to standard error.\n"
     "\n"
     "The output is written to a new temporary file beside OUT and renamed over\n"
@@ -42,7 +45,7 @@ extern const std::string_view kDecodeHelp =
     "with exit 2.\n"
     "\n"
     "  --out FILE     the safetensors file to write (required; - for standard output)\n"
-    "  --format NAME  read FILE as NAME (rbq, bnb, gptq, pt, safetensors) instead of detecting\n"
+    "  --format NAME  read FILE as NAME (rbq, bnb, recognised, gptq, pt, safetensors) instead of detecting\n"
     "  --config FILE  FILE's quantize config (GPTQ); without it the config is looked\n"
     "                 up beside FILE: STEM.quantize_config.json, quantize_config.json,\n"
     "                 quant_config.json, then config.json's quantization_config\n"
@@ -98,8 +101,11 @@ int RunDecode(const std::vector<std::string>& argv) {
   std::optional<qd::Outcome> outcome;
   qd::codec::ModelDirRead dir_read;
   try {
-    outcome = directory ? qd::codec::StreamModelDir(dir.Listing(), sink, &dir_read)
-                        : format->codec_stream(bytes, path, side_files, sink);
+    // A recognised format (docs/recognised.md 0) is checked, never decoded:
+    // its refusal, REC-001, stands in for the stream.
+    outcome = directory                ? qd::codec::StreamModelDir(dir.Listing(), sink, &dir_read)
+              : format->decode_refusal ? format->decode_refusal(bytes, path, side_files)
+                                       : format->codec_stream(bytes, path, side_files, sink);
   } catch (const std::exception& e) {  // allocation failure on a huge tensor
     error = e.what();
   }
@@ -108,6 +114,12 @@ int RunDecode(const std::vector<std::string>& argv) {
     return IoError("decode", path + ": " + format_name + " codec failed: " + error);
   }
   if (dir_read.unsupported) return IoError("decode", path + ": " + dir_read.unsupported_why);
+  if (directory && dir_read.format == "recognised" && !outcome->refused) {
+    // The same refusal for a directory of a recognised family: what was
+    // streamed stays in the temporary file, which is never committed.
+    outcome->findings.push_back(qd::codec::RecognisedNotDecoded(outcome->findings, path));
+    outcome->refused = true;
+  }
   PrintFindings(path, outcome->findings);
   if (outcome->refused) {
     std::fprintf(stderr, "quantdiff decode: %s refused by the %s codec; nothing written\n",

@@ -32,7 +32,7 @@ extern const std::string_view kDiffHelp =
     "\n"
     "  --report FORMAT  text (default), json, junit or sarif\n"
     "  --out FILE       write the report to FILE instead of standard output\n"
-    "  --format NAME    read every file as NAME (rbq, bnb, gptq, pt, safetensors);\n"
+    "  --format NAME    read every file as NAME (rbq, bnb, recognised, gptq, pt, safetensors);\n"
     "                   no detection, so none is compared\n"
     "  --config FILE    the quantize config for every file (GPTQ); without it each\n"
     "                   file's config is looked up beside it: STEM.quantize_config.json,\n"

@@ -37,7 +37,7 @@ extern const std::string_view kExportVectorsHelp =
     "                 replaced; any other file in the way stops the export\n"
     "  --count N      tests per group (default 4)\n"
     "  --seed S       generator seed (default 1)\n"
-    "  --format NAME  only this format (rbq, bnb, gptq, pt, safetensors)\n"
+    "  --format NAME  only this format (rbq, bnb, recognised, gptq, pt, safetensors)\n"
     "\n"
     "exit: 0 written, 2 usage error or unwritable DIR\n";
 

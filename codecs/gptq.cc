@@ -727,12 +727,7 @@ bool Checker::CheckLayer(const LayerPlan& plan, GptqLayer* layer) {
 GptqResult ReadGptq(qd::ByteView file, const std::string& file_name,
                     const std::vector<qd::SideFile>& configs) {
   ContainerResult container = ReadContainer(file, file_name);
-  if (container.refused) {
-    GptqResult result;
-    result.refused = true;
-    result.findings = std::move(container.findings);
-    return result;
-  }
+  if (container.refused) return ContainerRefusal<GptqResult>(std::move(container.findings));
   return ReadGptqTable(TensorTable::FromContainer(std::move(container.container)), file_name,
                        configs, std::move(container.findings));
 }

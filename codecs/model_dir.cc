@@ -22,6 +22,7 @@
 #include "codecs/gptq.h"
 #include "codecs/pt.h"
 #include "codecs/rbq.h"
+#include "codecs/recognised.h"
 #include "codecs/safetensors.h"
 #include "codecs/strict_json.h"
 #include "codecs/tensor_table.h"
@@ -434,7 +435,7 @@ bool DirReader::CheckNoBlockDtypes(const Index& index, const std::vector<Contain
   return true;
 }
 
-// Step 11 and section 5: detection on the table (bitsandbytes, then GPTQ,
+// Step 11 and section 5: detection on the table (bitsandbytes, recognised, GPTQ,
 // else the container alone), the format's rules, its decoded tensors.
 // Findings about a tensor of an index set name its shard (section 4).
 void DirReader::ReadFormat(TensorTable table, const std::string& name, const Index* index,
@@ -442,10 +443,16 @@ void DirReader::ReadFormat(TensorTable table, const std::string& name, const Ind
   std::vector<qd::Finding> findings;
   BnbResult bnb = ReadBnbTable(std::move(table), name);
   std::optional<GptqResult> gptq;
+  std::optional<RecognisedResult> recognised;
   if (bnb.is_bnb) {
     read_->format = "bnb";
     findings = std::move(bnb.findings);
     outcome_.refused = bnb.refused;
+  } else if (HasRecognisedLayer(bnb.table)) {  // before GPTQ: docs/recognised.md 2
+    read_->format = "recognised";
+    recognised = ReadRecognisedTable(std::move(bnb.table), name, Configs());
+    findings = std::move(recognised->findings);
+    outcome_.refused = recognised->refused;
   } else if (HasGptqLayer(bnb.table)) {
     read_->format = "gptq";
     gptq = ReadGptqTable(std::move(bnb.table), name, Configs());
@@ -455,7 +462,7 @@ void DirReader::ReadFormat(TensorTable table, const std::string& name, const Ind
     read_->format = "safetensors";
   }
   if (index != nullptr && !findings.empty()) {
-    const TensorTable& t = gptq ? gptq->table : bnb.table;
+    const TensorTable& t = gptq ? gptq->table : recognised ? recognised->table : bnb.table;
     std::unordered_map<std::string_view, std::uint32_t> shard_of;
     for (std::size_t i = 0; i < t.size(); ++i) shard_of.emplace(t[i].name, t[i].shard);
     for (qd::Finding& f : findings) {
@@ -468,6 +475,8 @@ void DirReader::ReadFormat(TensorTable table, const std::string& name, const Ind
   if (outcome_.refused) return;
   if (bnb.is_bnb) {
     StreamBnbLayers(bnb, sink, kernel);
+  } else if (recognised) {
+    StreamRecognisedTensors(*recognised, sink);
   } else if (gptq) {
     StreamGptqLayers(*gptq, sink, kernel);
   } else {

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "codecs/safetensors.h"
@@ -122,6 +123,17 @@ class TensorTable {
   std::pair<const Container*, std::size_t> Locate(std::size_t i) const;
   std::shared_ptr<const PtResult> pickle_;  // .pt (shared: tables copy cheaply)
 };
+
+// A table reader's result for a file the container refused: refused, with
+// the container's findings (the format's own rules run only on an accepted
+// container's table).
+template <typename Result>
+Result ContainerRefusal(std::vector<qd::Finding> container_findings) {
+  Result result;
+  result.refused = true;
+  result.findings = std::move(container_findings);
+  return result;
+}
 
 }  // namespace qd::codec
 

@@ -38,6 +38,13 @@ Generated RbqValid(Rng& rng);
 std::vector<std::string> RbqViolableRules();
 Generated RbqViolation(std::string_view rule, Rng& rng);
 
+// Recognised, not decoded (rules REC-*, docs/recognised.md): EXL3 layers
+// with their config's tensor_storage, VPTQ, QQQ and ParoQuant layers, beside
+// dense tensors.
+Generated RecognisedValid(Rng& rng);
+std::vector<std::string> RecognisedViolableRules();
+Generated RecognisedViolation(std::string_view rule, Rng& rng);
+
 // bitsandbytes (rules BNB-*, docs/bnb.md): 4-bit NF4/FP4 (HF and GPT-QModel
 // names, flat or nested statistics, any quant_storage), 8-bit blockwise and
 // int8 row-scaled layers, made with the codec's encoders.

@@ -8,6 +8,7 @@
 #include "codecs/model_dir.h"
 #include "codecs/pt.h"
 #include "codecs/rbq.h"
+#include "codecs/recognised.h"
 #include "codecs/safetensors.h"
 #include "generators/generators.h"
 #include "oracles/bnb.h"
@@ -16,6 +17,7 @@
 #include "oracles/gptq.h"
 #include "oracles/pt.h"
 #include "oracles/rbq.h"
+#include "oracles/recognised.h"
 #include "oracles/safetensors.h"
 
 namespace qd::harness {
@@ -162,6 +164,12 @@ qd::Outcome OracleStreamPt(qd::ByteView file, const std::string& name, const Sid
   return oracle::StreamPtFile(file, name, sink);
 }
 
+qd::Outcome CheckRecognised(qd::ByteView file, const std::string& name,
+                            const SideFiles& side_files) {
+  codec::RecognisedResult r = codec::ReadRecognised(file, name, side_files);
+  return qd::Outcome{r.refused, std::move(r.findings), {}};
+}
+
 bool ClaimsPt(qd::ByteView file) { return codec::ClaimsPt(file); }
 
 bool ClaimsGptq(qd::ByteView file) { return codec::ClaimsGptq(file); }
@@ -205,6 +213,22 @@ const std::vector<FormatEntry>& Formats() {
        .violable_rules = &gen::BnbViolableRules,
        .generate_violation = &gen::BnbViolation,
        .variants = &BnbVariants},
+      // Before GPTQ: a ParoQuant layer also holds qweight/qzeros/scales
+      // (docs/recognised.md section 2, Detection).
+      {.name = "recognised",
+       .rule_prefixes = {"REC-"},
+       .summary = "EXL3, VPTQ, QQQ, ParoQuant: recognised and checked, not decoded (spec 004, docs/recognised.md)",
+       .codec_read = &codec::DecodeRecognisedFile,
+       .codec_stream = &codec::StreamRecognisedFile,
+       .codec_check = &CheckRecognised,
+       .oracle_read = &oracle::ReadRecognisedFile,
+       .oracle_stream = &oracle::StreamRecognisedFile,
+       .claims = &codec::ClaimsRecognised,
+       .oracle_claims = &oracle::IsRecognisedFile,
+       .generate_valid = &gen::RecognisedValid,
+       .violable_rules = &gen::RecognisedViolableRules,
+       .generate_violation = &gen::RecognisedViolation,
+       .decode_refusal = &codec::RecognisedDecodeRefusal},
       {.name = "gptq",
        .rule_prefixes = {"GPTQ-", "CFG-"},
        .summary = "GPTQ v1 / v2 continuous pack and planar GPTQ_P with quantize configs (specs 001, 004)",

@@ -78,6 +78,11 @@ struct FormatEntry {
   // table, docs/pt.md 6.4), so its generator may list them in violable_rules().
   // The catalogue's family stays the owner.
   std::vector<std::string_view> hosted_prefixes = {};
+  // Set for a format quantdiff recognises and checks but does not decode
+  // (docs/recognised.md): what `decode` reports instead of writing, the
+  // check's findings and, for an accepted file, the refusal REC-001.
+  qd::Outcome (*decode_refusal)(qd::ByteView file, const std::string& file_name,
+                                const SideFiles& side_files) = nullptr;
 
   // True when rule_id starts with one of rule_prefixes.
   bool OwnsRule(std::string_view rule_id) const;

@@ -29,6 +29,7 @@
 #include "oracles/merged_table.h"
 #include "oracles/pt.h"
 #include "oracles/rbq.h"
+#include "oracles/recognised.h"
 #include "oracles/safetensors.h"
 
 namespace qd::oracle {
@@ -186,8 +187,8 @@ bool FindWeightSet(const qd::ModelDirListing& listing, qd::Outcome* outcome, Wei
 // ---------------------------------------------------------------------------
 // Section 3: a set of one weight file and no index is read exactly as that
 // file alone, with the configs found beside it: the detection order of the
-// file readers (README "Which format a file is": RBQ, bitsandbytes, GPTQ,
-// torch, else the safetensors container).
+// file readers (README "Which format a file is": RBQ, bitsandbytes,
+// recognised, GPTQ, torch, else the safetensors container).
 
 qd::Outcome StreamSingleFile(const qd::DirEntry& entry, const std::string& file_name,
                              const std::vector<qd::SideFile>& configs, qd::TensorSink& sink,
@@ -200,6 +201,10 @@ qd::Outcome StreamSingleFile(const qd::DirEntry& entry, const std::string& file_
   if (IsBnbFile(file)) {
     *format = "bnb";
     return StreamBnbFile(file, file_name, sink);
+  }
+  if (IsRecognisedFile(file)) {  // before GPTQ: docs/recognised.md 2
+    *format = "recognised";
+    return StreamRecognisedFile(file, file_name, configs, sink);
   }
   if (IsGptqFile(file)) {
     *format = "gptq";
@@ -507,7 +512,7 @@ void NameShards(const qd::ModelDirListing& listing, const MergedTable& table,
   }
 }
 
-// Detection over the merged table (bitsandbytes, then GPTQ, else the
+// Detection over the merged table (bitsandbytes, recognised, GPTQ, else the
 // container alone) and the format's rules and output.
 void StreamMergedTable(const qd::ModelDirListing& listing, const std::vector<Shard>& shards,
                        const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
@@ -519,6 +524,9 @@ void StreamMergedTable(const qd::ModelDirListing& listing, const std::vector<Sha
   const std::size_t first = outcome->findings.size();
   if (StreamBnbTable(BnbTableFromMerged(table), listing.dir, outcome, sink)) {
     *format = "bnb";
+  } else if (HasRecognisedLayer(table)) {  // before GPTQ: docs/recognised.md 2
+    *format = "recognised";
+    StreamRecognisedTable(table, listing.dir, configs, outcome, sink);
   } else if (HasGptqLayer(table)) {
     *format = "gptq";
     StreamGptqTable(table, listing.dir, configs, outcome, sink);

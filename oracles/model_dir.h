@@ -6,7 +6,7 @@
 //
 //   qd::oracle::ModelDirRead read;
 //   qd::Outcome o = qd::oracle::ReadModelDir(listing, &read);
-//   // read.format: "gptq", "bnb", "safetensors", "rbq", "pt", ...
+//   // read.format: "gptq", "bnb", "recognised", "safetensors", "rbq", "pt", ...
 #ifndef QUANTDIFF_ORACLES_MODEL_DIR_H_
 #define QUANTDIFF_ORACLES_MODEL_DIR_H_
 

@@ -5,7 +5,7 @@
 // writes OUTDIR/<target>/<rule-or-valid>-<sha1:8> for the targets
 // safetensors_header_diff, rbq_file_diff, rbq_roundtrip, rbq_matvec,
 // bnb_file_diff, bnb_roundtrip, gptq_file_diff, gptq_config_diff,
-// gptq_roundtrip and pt_file_diff.
+// gptq_roundtrip, pt_file_diff and recognised_file_diff.
 // <rule-or-valid> is what the oracle makes of the seed (its error rule, else
 // its first warning, else "valid"); <sha1:8> is the first 8 hex digits of
 // the file's SHA-1 (fuzz/common/sha1.cc), as `sha1sum` prints them.
@@ -32,6 +32,7 @@
 #include "fuzz/common/gptq_file_input.h"
 #include "fuzz/common/pt_file_input.h"
 #include "fuzz/common/rbq_file_input.h"
+#include "fuzz/common/recognised_file_input.h"
 #include "fuzz/common/sha1.h"
 #include "generators/generators.h"
 #include "harness/registry.h"
@@ -1080,6 +1081,29 @@ void PtFileSeeds(SeedWriter& w) {
 
 }  // namespace
 
+// ---- recognised_file_diff: the registry's recognised generator ---------------
+
+void RecognisedFileSeeds(SeedWriter& w) {
+  const qd::harness::FormatEntry& recognised = *qd::harness::FindFormat("recognised");
+  auto emit = [&](const qd::harness::Generated& g) {
+    const Bytes input = qd::fuzz::RecognisedInput(g);
+    const qd::fuzz::RecognisedCase c = qd::fuzz::RecognisedCaseFromInput(input.data(), input.size());
+    w.Write("recognised_file_diff",
+            Verdict(recognised.oracle_read({c.file.data(), c.file.size()}, "input.safetensors", c.configs)),
+            input);
+  };
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    qd::harness::Rng rng(seed);
+    emit(recognised.generate_valid(rng));
+  }
+  for (const std::string& rule : recognised.violable_rules()) {
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      qd::harness::Rng rng(seed);
+      emit(recognised.generate_violation(rule, rng));
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   bool replace = false;
   std::string out;
@@ -1109,6 +1133,7 @@ int main(int argc, char** argv) {
   GptqConfigSeeds(writer);
   GptqRoundtripSeeds(writer);
   PtFileSeeds(writer);
+  RecognisedFileSeeds(writer);
   writer.Summary();
   return 0;
 }

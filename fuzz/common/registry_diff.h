@@ -17,6 +17,14 @@
 
 namespace qd::fuzz {
 
+// The registry's entry NAME; a build without it traps with
+// DIFF:<target>:setup:no-format. Callers keep it in a static.
+inline const qd::harness::FormatEntry& FormatOrTrap(std::string_view name, std::string_view target) {
+  const qd::harness::FormatEntry* f = qd::harness::FindFormat(name);
+  if (f == nullptr) Diverge("DIFF:" + std::string(target) + ":setup:no-format", "");
+  return *f;
+}
+
 struct RegistryReadings {
   qd::Outcome codec;
   qd::Outcome oracle;

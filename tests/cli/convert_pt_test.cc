@@ -27,10 +27,8 @@ using namespace qd::pt_test;  // NOLINT: the builders are this file's vocabulary
 class ConvertPt : public testing::Test {
  protected:
   void SetUp() override {
-    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(QD_TEST_TMPDIR) / info->name();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_ / "scratch");
+    dir_ = qd::hostile::FreshFolder(fs::path(QD_TEST_TMPDIR) /
+                                    testing::UnitTest::GetInstance()->current_test_info()->name());
   }
   fs::path WriteInput(const Bytes& bytes) {
     const fs::path path = dir_ / "in.pt";

@@ -50,6 +50,14 @@ inline void WriteWhole(const std::filesystem::path& path, const std::string& byt
                                                                static_cast<std::streamsize>(bytes.size()));
 }
 
+// DIR emptied (removed and made again) with a folder DIR/scratch for
+// Quantdiff's output files: a test's own working folder. Returns DIR.
+inline std::filesystem::path FreshFolder(const std::filesystem::path& dir) {
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "scratch");
+  return dir;
+}
+
 // Runs QUANTDIFF_BIN with ARGS; standard output and error go through files
 // in SCRATCH (a folder the caller owns).
 inline RunResult Quantdiff(const std::vector<std::string>& args, const std::filesystem::path& scratch,
