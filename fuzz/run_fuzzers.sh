@@ -25,7 +25,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds="${1:-60}"
 shift || true
 all_targets=(safetensors_header_diff rbq_file_diff rbq_roundtrip rbq_matvec bnb_file_diff
-             bnb_roundtrip gptq_file_diff gptq_config_diff gptq_roundtrip pt_file_diff)
+             bnb_roundtrip gptq_file_diff gptq_config_diff gptq_roundtrip pt_file_diff
+             model_dir_diff)
 if [[ $# -gt 0 ]]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -eq 0 ]]; then
   echo "usage: $0 [SECONDS] [TARGET...]" >&2
@@ -44,6 +45,7 @@ max_len_of() {
     gptq_config_diff) echo 4096 ;;      # one or two config sources
     gptq_roundtrip) echo 34000 ;;       # K*N codes (<= 272 x 128) + G*N zeros + tail
     pt_file_diff) echo 16384 ;;         # op lists, or whole files in raw mode
+    model_dir_diff) echo 32768 ;;       # whole directories: index, shards, configs
     *) echo 4096 ;;
   esac
 }
@@ -55,6 +57,7 @@ dict_of() {
     gptq_file_diff) echo "$root/fuzz/gptq_file.dict" ;;
     gptq_config_diff) echo "$root/fuzz/gptq_config.dict" ;;
     pt_file_diff) echo "$root/fuzz/pt_file.dict" ;;
+    model_dir_diff) echo "$root/fuzz/model_dir.dict" ;;
     *) echo "" ;;
   esac
 }
