@@ -29,8 +29,9 @@ struct ModelDirRead {
   // docs/model_dir.md 3 step 8: "tensor bytes", "file bytes", or empty (no
   // index, no total_size, or refused before the step).
   std::string total_size_convention;
-  // A weight set quantdiff cannot read yet (sharded torch files), with why:
-  // the outcome holds no verdict then.
+  // A weight set quantdiff cannot read yet (a bitsandbytes layer in a
+  // sharded torch set, docs/model_dir.md 3), with why: the outcome holds no
+  // verdict then.
   bool unsupported = false;
   std::string unsupported_why;
 };

@@ -1082,8 +1082,9 @@ void PtFileSeeds(SeedWriter& w) {
 
 // ---- model_dir_diff: whole directories, framed -------------------------------
 // Valid directories (every kind ModelDirValid makes), each IDX rule broken,
-// and GPTQ, bitsandbytes and plain models cut into shards at drawn tensor
-// boundaries; labelled with the oracle's verdict.
+// GPTQ, bitsandbytes and plain models cut into shards at drawn tensor
+// boundaries, and torch models cut into .bin shards; labelled with the
+// oracle's verdict.
 
 void ModelDirSeeds(SeedWriter& w) {
   auto emit = [&](const qd::gen::GeneratedDir& g) {
@@ -1106,6 +1107,10 @@ void ModelDirSeeds(SeedWriter& w) {
     qd::gen::Rng rng(s++);
     const qd::gen::Generated file = model(rng);
     emit(qd::gen::ShardModel(file, rng));
+  }
+  for (int k = 0; k < 3; ++k) {  // torch models in .bin shards with their index
+    qd::gen::Rng rng(s++);
+    emit(qd::gen::PtShardedModel(rng).dir);
   }
 }
 
