@@ -142,6 +142,10 @@ BnbListStates FindQuantStateLists(const PtResult& pickle) {
 BnbResult ReadPtLayers(qd::ByteView file, const std::string& file_name) {
   PtResult pickle = ReadPt(file, file_name);
   if (pickle.refused) return BnbResult::Refusal(std::move(pickle.findings));
+  return ReadPtTableLayers(std::move(pickle), file_name);
+}
+
+BnbResult ReadPtTableLayers(PtResult pickle, const std::string& file_name) {
   std::vector<qd::Finding> warnings = std::move(pickle.findings);
   const BnbListStates lists = FindQuantStateLists(pickle);
   return ReadBnbTable(TensorTable::FromPt(std::move(pickle)), file_name, std::move(warnings), lists);

@@ -19,11 +19,17 @@
 
 namespace qd::codec {
 
+struct PtResult;  // codecs/pt.h
+
 // docs/pt.md section 8 with step 8: ReadPt, then on an accepted file the
 // bitsandbytes readers on its tensor table (sections 6.4, 7). Findings: the
 // PT warnings, then the layers' findings. The result's table holds the .pt
 // reading (TensorTable::pickle()).
 BnbResult ReadPtLayers(qd::ByteView file, const std::string& file_name);
+// Step 8 alone on an accepted ReadPt result (not refused; its findings come
+// first in the result): what ReadPtLayers runs after ReadPt, for a caller
+// that read the file itself (a model directory's torch shard).
+BnbResult ReadPtTableLayers(PtResult pickle, const std::string& file_name);
 
 // Findings (ReadPtLayers') and, for an accepted file, section 6.3's output:
 // every F32/F16/BF16/F64 tensor of the tensor table decoded to binary32,

@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -84,6 +85,46 @@ struct Index {
   std::optional<json> total_size;    // metadata.total_size when present
 };
 
+// What steps 7 and 8 need of a shard of either kind.
+struct ShardTensors {
+  std::vector<std::string_view> names;  // (data begin, data end, name bytes) order
+  // Where a header-level fact of the shard points: 8, or ds of data.pkl in
+  // a torch shard (docs/pt.md 6.4).
+  std::int64_t header_offset = kHeaderOffset;
+  unsigned __int128 tensor_bytes = 0;  // sum of end - begin
+  std::uint64_t file_bytes = 0;
+};
+
+ShardTensors TensorsOf(const Container& shard) {
+  ShardTensors out;
+  out.file_bytes = shard.file.size;
+  for (const TensorEntry& t : shard.tensors) {
+    out.names.push_back(t.name);
+    out.tensor_bytes += t.end - t.begin;
+  }
+  return out;
+}
+
+// docs/pt.md 6.4: the tensor table, ordered by begin = ds + storage_offset *
+// isz, end = begin + numel * isz, then name bytes.
+ShardTensors TensorsOf(const PtResult& shard, std::uint64_t file_bytes) {
+  ShardTensors out;
+  out.file_bytes = file_bytes;
+  out.header_offset = static_cast<std::int64_t>(shard.pickle_begin);
+  std::vector<std::size_t> order(shard.tensors.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto key = [&](std::size_t i) {
+    const PtTensor& t = shard.TableTensor(i);
+    return std::tie(t.begin, t.end, shard.tensors[i].name);
+  };
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+  for (std::size_t i : order) {
+    out.names.push_back(shard.tensors[i].name);
+    out.tensor_bytes += shard.TableTensor(i).end - shard.TableTensor(i).begin;
+  }
+  return out;
+}
+
 class DirReader {
  public:
   DirReader(const qd::ModelDirListing& listing, ModelDirRead* read, const ModelDirOptions& options)
@@ -120,8 +161,9 @@ class DirReader {
   template <class Result, class ReadOne>
   std::vector<std::optional<Result>> ReadEachShard(const Index& index, ReadOne read_one) const;
   bool ReadShards(const Index& index, std::vector<Container>* shards);
-  bool CheckTensorsAgainstIndex(const Index& index, const std::vector<Container>& shards);
-  bool CheckTotalSize(const Index& index, const std::vector<Container>& shards);
+  bool CheckTensorsAgainstIndex(const Index& index, const std::vector<ShardTensors>& shards);
+  bool CheckTotalSize(const Index& index, const std::vector<ShardTensors>& shards);
+  void ReadTorchShards(const Index& index, TensorSink& sink);
   bool CheckShardMetadata(const Index& index, const std::vector<Container>& shards);
   bool CheckNoBlockDtypes(const Index& index, const std::vector<Container>& shards);
   void ReadFormat(TensorTable table, const std::string& name, const Index* index,
@@ -336,7 +378,7 @@ bool DirReader::ReadShards(const Index& index, std::vector<Container>* shards) {
 }
 
 // Step 7: IDX-007..IDX-010.
-bool DirReader::CheckTensorsAgainstIndex(const Index& index, const std::vector<Container>& shards) {
+bool DirReader::CheckTensorsAgainstIndex(const Index& index, const std::vector<ShardTensors>& shards) {
   auto mapped_to = [&](const std::string& tensor) -> const std::string* {
     const auto it = std::lower_bound(
         index.weight_map.begin(), index.weight_map.end(), tensor,
@@ -346,27 +388,31 @@ bool DirReader::CheckTensorsAgainstIndex(const Index& index, const std::vector<C
   std::unordered_map<std::string_view, std::size_t> shard_of;  // tensor -> shard rank
   for (std::size_t s = 0; s < shards.size(); ++s) {
     const std::string& shard = index.shards[s];
-    for (const TensorEntry& t : shards[s].tensors) {
-      const auto [it, inserted] = shard_of.emplace(t.name, s);
+    const std::int64_t at = shards[s].header_offset;
+    for (const std::string_view name : shards[s].names) {
+      const std::string t(name);
+      const auto [it, inserted] = shard_of.emplace(name, s);
       if (!inserted) {
-        return Error("IDX-007", PathOf(shard), t.name, "weight_map", kHeaderOffset,
-                     "tensor " + Quote(t.name) + " is also in shard " +
-                         Quote(index.shards[it->second]));
+        return Error("IDX-007", PathOf(shard), t, "weight_map", at,
+                     "tensor " + Quote(t) + " is also in shard " + Quote(index.shards[it->second]));
       }
-      const std::string* named = mapped_to(t.name);
+      const std::string* named = mapped_to(t);
       if (named == nullptr) {
-        return Error("IDX-008", PathOf(shard), t.name, "weight_map", kHeaderOffset,
-                     "tensor " + Quote(t.name) + " is in the shard but not in the index");
+        return Error("IDX-008", PathOf(shard), t, "weight_map", at,
+                     "tensor " + Quote(t) + " is in the shard but not in the index");
       }
       if (*named != shard) {
-        return Error("IDX-009", PathOf(shard), t.name, "weight_map", kHeaderOffset,
-                     "the index puts tensor " + Quote(t.name) + " in shard " + Quote(*named));
+        return Error("IDX-009", PathOf(shard), t, "weight_map", at,
+                     "the index puts tensor " + Quote(t) + " in shard " + Quote(*named));
       }
     }
   }
   for (const auto& [tensor, shard] : index.weight_map) {
     if (shard_of.count(tensor) == 0) {
-      return Error("IDX-010", PathOf(shard), tensor, "weight_map", kHeaderOffset,
+      // The shard the index names: its header offset (every shard was read).
+      const std::size_t rank = static_cast<std::size_t>(
+          std::lower_bound(index.shards.begin(), index.shards.end(), shard) - index.shards.begin());
+      return Error("IDX-010", PathOf(shard), tensor, "weight_map", shards[rank].header_offset,
                    "the index puts tensor " + Quote(tensor) + " in this shard, which does not hold it");
     }
   }
@@ -374,12 +420,12 @@ bool DirReader::CheckTensorsAgainstIndex(const Index& index, const std::vector<C
 }
 
 // Step 8: IDX-011, either convention (the matching one is reported).
-bool DirReader::CheckTotalSize(const Index& index, const std::vector<Container>& shards) {
+bool DirReader::CheckTotalSize(const Index& index, const std::vector<ShardTensors>& shards) {
   if (!index.total_size) return true;
   unsigned __int128 tensor_bytes = 0, file_bytes = 0;
-  for (std::size_t s = 0; s < shards.size(); ++s) {
-    for (const TensorEntry& t : shards[s].tensors) tensor_bytes += t.end - t.begin;
-    file_bytes += shards[s].file.size;
+  for (const ShardTensors& shard : shards) {
+    tensor_bytes += shard.tensor_bytes;
+    file_bytes += shard.file_bytes;
   }
   const json& v = *index.total_size;
   // Digits alone: nlohmann keeps a token with a minus sign ("-0" included)
@@ -484,6 +530,51 @@ void DirReader::ReadFormat(TensorTable table, const std::string& name, const Ind
   }
 }
 
+// A torch index's set (docs/model_dir.md 3 steps 6-8 and 11 over docs/pt.md):
+// each shard through the .pt reader (docs/pt.md 8 steps 1-7), the tensors
+// against the index, total_size (a .pt file has no __metadata__ and no block
+// dtype: steps 9 and 10 cannot apply), then the shards' tables as one: the
+// floating tensors of docs/pt.md 6.3 in (shard rank, begin, end, name)
+// order. A bitsandbytes layer in any shard is not read yet (the merged
+// table's findings would have one header offset and one value table per
+// shard, which the contract does not settle): unsupported, no verdict.
+void DirReader::ReadTorchShards(const Index& index, TensorSink& sink) {
+  std::vector<PtResult> shards;
+  std::vector<ShardTensors> tensors;
+  shards.reserve(index.shards.size());
+  for (const std::string& shard : index.shards) {
+    const qd::ByteView bytes = FindRegular(shard)->bytes;
+    PtResult r = ReadPt(bytes, PathOf(shard));
+    for (qd::Finding& f : r.findings) outcome_.findings.push_back(std::move(f));
+    r.findings.clear();
+    if (r.refused) {
+      outcome_.refused = true;
+      return;
+    }
+    tensors.push_back(TensorsOf(r, bytes.size));
+    shards.push_back(std::move(r));
+  }
+  read_->shards = shards.size();
+  if (!CheckTensorsAgainstIndex(index, tensors) || !CheckTotalSize(index, tensors)) return;
+  read_->format = "pt";
+  tensors.clear();  // their names point into the readings, moved below
+  std::vector<TensorTable> tables;
+  tables.reserve(shards.size());
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    BnbResult layers = ReadPtTableLayers(std::move(shards[s]), PathOf(index.shards[s]));
+    if (layers.is_bnb) {
+      read_->unsupported = true;
+      read_->unsupported_why = "bitsandbytes layers in a sharded torch checkpoint (" +
+                               index_entry_->name + ") are not read yet; check its shards one by one";
+      return;
+    }
+    tables.push_back(std::move(layers.table));
+  }
+  std::vector<const TensorTable*> order;
+  for (const TensorTable& t : tables) order.push_back(&t);
+  TensorTable::StreamFloats(order, sink);
+}
+
 // A set without an index: the file alone (section 3, last paragraph), its
 // format found from its bytes as for any file (README "Which format a file
 // is": RBQ, bitsandbytes, GPTQ, .pt, else the container), whatever its name.
@@ -525,15 +616,15 @@ qd::Outcome DirReader::Run(TensorSink& sink, Kernel kernel) {
   if (!ReadIndex(&index) || !CheckShardNames(index)) return std::move(outcome_);
   read_->weight_files = index.shards;
   if (kind_ == WeightKind::kTorch) {
-    read_->unsupported = true;
-    read_->unsupported_why =
-        "a sharded torch checkpoint (" + index_entry_->name + ") is not read yet; check its shards one by one";
+    ReadTorchShards(index, sink);
     return std::move(outcome_);
   }
   std::vector<Container> shards;
   if (!ReadShards(index, &shards)) return std::move(outcome_);
   read_->shards = shards.size();
-  if (!CheckTensorsAgainstIndex(index, shards) || !CheckTotalSize(index, shards) ||
+  std::vector<ShardTensors> tensors;
+  for (const Container& shard : shards) tensors.push_back(TensorsOf(shard));
+  if (!CheckTensorsAgainstIndex(index, tensors) || !CheckTotalSize(index, tensors) ||
       !CheckShardMetadata(index, shards) || !CheckNoBlockDtypes(index, shards)) {
     return std::move(outcome_);
   }

@@ -36,8 +36,9 @@ struct ModelDirRead {
   // 2), as names in the directory. What `convert DIR` rewrites.
   std::vector<std::string> weight_files;
   std::vector<std::string> config_files;
-  // A weight set quantdiff cannot read yet (sharded torch files), with why:
-  // the outcome holds no verdict then.
+  // A weight set quantdiff cannot read yet (a bitsandbytes layer in a
+  // sharded torch set, docs/model_dir.md 3), with why: the outcome holds no
+  // verdict then.
   bool unsupported = false;
   std::string unsupported_why;
 };

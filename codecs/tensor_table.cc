@@ -135,23 +135,28 @@ bool TensorTable::StreamFloat(std::size_t i, std::size_t index, TensorSink& sink
                     });
 }
 
-bool TensorTable::StreamFloats(TensorSink& sink) const {
-  std::vector<std::size_t> order;
-  for (std::size_t i = 0; i < size(); ++i) {
-    const TableTensor t = (*this)[i];
-    if (t.listed && IsFloatDtype(t.dtype)) order.push_back(i);
-  }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return InStorageOrder(a, b); });
+bool TensorTable::StreamFloats(TensorSink& sink) const { return StreamFloats({this}, sink); }
+
+bool TensorTable::StreamFloats(const std::vector<const TensorTable*>& tables, TensorSink& sink) {
+  std::vector<std::pair<const TensorTable*, std::size_t>> order;
   std::vector<TensorInfo> plan;
-  plan.reserve(order.size());
-  for (std::size_t i : order) {
-    const TableTensor t = (*this)[i];
-    plan.push_back({std::string(t.name), t.shape});
+  for (const TensorTable* table : tables) {
+    std::vector<std::size_t> floats;
+    for (std::size_t i = 0; i < table->size(); ++i) {
+      const TableTensor t = (*table)[i];
+      if (t.listed && IsFloatDtype(t.dtype)) floats.push_back(i);
+    }
+    std::stable_sort(floats.begin(), floats.end(),
+                     [&](std::size_t a, std::size_t b) { return table->InStorageOrder(a, b); });
+    for (std::size_t i : floats) {
+      const TableTensor t = (*table)[i];
+      plan.push_back({std::string(t.name), t.shape});
+      order.emplace_back(table, i);
+    }
   }
   if (!sink.Plan(plan)) return false;
   for (std::size_t j = 0; j < order.size(); ++j) {
-    if (!StreamFloat(order[j], j, sink)) return false;
+    if (!order[j].first->StreamFloat(order[j].second, j, sink)) return false;
   }
   return true;
 }

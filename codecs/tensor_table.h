@@ -87,6 +87,10 @@ class TensorTable {
   // streams each: what a table of no format decodes to. False when the sink
   // stopped.
   bool StreamFloats(TensorSink& sink) const;
+  // The same over several tables read as one (a model directory's torch
+  // shards, docs/model_dir.md 4): one plan, each table's floating tensors in
+  // its storage order, the tables in the order given.
+  static bool StreamFloats(const std::vector<const TensorTable*>& tables, TensorSink& sink);
 
   // The .pt reading behind the table (its value table and nodes), or null.
   // Its tensor table is this table (PtResult::tensors is empty there).

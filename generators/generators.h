@@ -346,6 +346,17 @@ GeneratedDir ShardModel(const Generated& file, Rng& rng);
 // The same with the cuts given: each is the index of the first tensor of a
 // new shard in that order (out of range and repeated ones are ignored).
 GeneratedDir ShardModelAt(const Generated& file, const std::vector<std::size_t>& cuts, Rng& rng);
+// A torch model (random floating and integer tensors, some views, flat or in
+// nested dicts, sometimes a non-tensor value; any pickle protocol, either
+// byte order) as one .pt file, and the same model cut at root items into
+// 1..n pytorch_model-0000i-of-0000k.bin shards with
+// pytorch_model.bin.index.json (total_size in either convention, or none):
+// the directory must check and decode exactly like the file.
+struct PtModelDir {
+  Generated file;
+  GeneratedDir dir;
+};
+PtModelDir PtShardedModel(Rng& rng);
 
 // Parameters of one RBQ file, exposed so fuzz targets can build from input.
 struct RbqFileParams {

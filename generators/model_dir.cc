@@ -116,15 +116,17 @@ DirSizes SizesOf(const DirDraft& d) {
   DirSizes sizes;
   for (const ShardDraft& s : d.shards) {
     std::vector<codec::TensorToWrite> specs;
+    std::uint64_t shard_tensor_bytes = s.verbatim_tensor_bytes;
     for (const codec::TensorWithBytes& t : s.tensors) {
       specs.push_back(t.spec);
       specs.back().byte_size = t.bytes.size();
-      sizes.tensor_bytes += t.bytes.size();
+      shard_tensor_bytes += t.bytes.size();
     }
-    sizes.file_bytes += s.as_is ? s.verbatim.size()
-                                : codec::BuildHeader(specs, s.has_metadata ? &s.metadata : nullptr).size();
+    sizes.tensor_bytes += shard_tensor_bytes;
+    sizes.file_bytes +=
+        s.as_is ? s.verbatim.size()
+                : codec::BuildHeader(specs, s.has_metadata ? &s.metadata : nullptr).size() + shard_tensor_bytes;
   }
-  sizes.file_bytes += sizes.tensor_bytes;
   return sizes;
 }
 
@@ -154,7 +156,7 @@ GeneratedDir Write(const DirDraft& d, std::string rule, std::string description,
     for (const auto& [tensor, shard] : d.weight_map) members.emplace_back(tensor, JsonString(shard));
     p.weight_map = WeightMapText(members);
     const std::string text = IndexText(p);
-    dir.files.push_back({kIndexName, qd::DirEntryKind::kRegular, {text.begin(), text.end()}});
+    dir.files.push_back({d.index_name, qd::DirEntryKind::kRegular, {text.begin(), text.end()}});
     if (parts != nullptr) *parts = std::move(p);
   }
   dir.files.insert(dir.files.end(), d.others.begin(), d.others.end());

@@ -19,6 +19,7 @@
 namespace qd::gen::dir_gen {
 
 inline constexpr char kIndexName[] = "model.safetensors.index.json";
+inline constexpr char kTorchIndexName[] = "pytorch_model.bin.index.json";
 
 // One weight file before it is written (codec::SerializeSafetensors).
 struct ShardDraft {
@@ -28,6 +29,9 @@ struct ShardDraft {
   codec::MetadataList metadata;
   std::vector<std::uint8_t> verbatim;  // the file's bytes as they are, when as_is
   bool as_is = false;
+  // An as_is file's tensor data bytes (a torch shard's numel * item size
+  // summed over its tensor table): the "tensor bytes" total_size convention.
+  std::uint64_t verbatim_tensor_bytes = 0;
 };
 
 // docs/model_dir.md 3 step 8: how the index states metadata.total_size.
@@ -41,6 +45,7 @@ enum class TotalSize : std::uint8_t {
 struct DirDraft {
   std::vector<ShardDraft> shards;
   bool with_index = true;  // false: exactly one shard, read as the file alone
+  std::string index_name = kIndexName;
   // The index's weight_map (tensor, shard name), written in this order.
   std::vector<std::pair<std::string, std::string>> weight_map;
   TotalSize total_size = TotalSize::kTensorBytes;

@@ -266,7 +266,11 @@ GeneratedDir ShardNotNamed(const std::string& r, DirDraft& d, Rng& rng) {
   static const char* const kNames[] = {"model.safetensors", "model-00003-of-00002.safetensors",
                                        "adapter_model.safetensors", "model-00001-of-00001.safetensors"};
   GeneratedDir g = Done(d, r, "a weight file the index does not name");
-  g.files.push_back(Regular(kNames[Pick(rng, std::size(kNames))], g.files[Pick(rng, d.shards.size())].bytes));
+  // Two draws in sequence (as arguments of one call, their order would be
+  // the compiler's: GCC and clang would write different directories).
+  const char* const name = kNames[Pick(rng, std::size(kNames))];
+  const std::size_t copied = Pick(rng, d.shards.size());
+  g.files.push_back(Regular(name, g.files[copied].bytes));
   return g;
 }
 

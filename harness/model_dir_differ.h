@@ -22,6 +22,10 @@ struct DirDiff {
   codec::ModelDirRead codec_read;  // the codec's format, shards, total_size convention
   std::string oracle_format;
   std::string oracle_total_size_convention;
+  // The oracle's "not read yet" (oracles/model_dir.h); the codec's is
+  // codec_read.unsupported. Both: no verdict to compare (no divergence);
+  // one side alone: DIFF:model_dir:unsupported:<that side>.
+  bool oracle_unsupported = false;
 };
 
 // Both directory readers on LISTING, the oracle's on a second thread.

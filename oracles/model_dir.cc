@@ -557,8 +557,7 @@ void StreamMergedPt(const std::vector<PtShard>& shards, qd::TensorSink& sink, Mo
   if (HasBnbLayer(merged)) {
     // The merged .pt table would have one header offset and one value
     // graph per shard, and docs/model_dir.md does not say which a finding
-    // takes: not read yet, said as such (no verdict), as the codec says of
-    // every sharded torch set.
+    // takes: not read yet, said as such (no verdict; docs/model_dir.md 3).
     read->unsupported = true;
     read->unsupported_why =
         "bitsandbytes layers in a sharded torch checkpoint are not read yet; check its shards "

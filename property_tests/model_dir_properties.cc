@@ -25,6 +25,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "codecs/model_dir.h"
@@ -38,6 +39,7 @@ namespace {
 
 constexpr char kDir[] = "models/m";
 constexpr char kIndex[] = "model.safetensors.index.json";
+constexpr char kTorchIndex[] = "pytorch_model.bin.index.json";
 constexpr int kSeedsPerRule = 50;
 
 using qdtest::ErrorCount;
@@ -143,7 +145,7 @@ std::string ExpectedConvention(const qd::gen::GeneratedDir& g) {
   const qd::gen::GeneratedDirFile* index = nullptr;
   for (const auto& f : g.files) {
     sizes[f.name] = f.bytes.size();
-    if (f.name == kIndex) index = &f;
+    if (f.name == kIndex || f.name == kTorchIndex) index = &f;
   }
   if (index == nullptr) return "";
   const auto j = nlohmann::json::parse(index->bytes.begin(), index->bytes.end());
@@ -156,12 +158,14 @@ std::string ExpectedConvention(const qd::gen::GeneratedDir& g) {
 }
 
 // The weight files a valid directory's reader reads: its regular
-// *.safetensors entries (the shards, or the one file) or pytorch_model.bin.
+// *.safetensors entries (the shards, or the one file) or pytorch_model*.bin.
 std::size_t WeightFiles(const qd::gen::GeneratedDir& g) {
   std::size_t n = 0;
   for (const auto& f : g.files) {
     const bool safetensors = f.name.size() > 12 && f.name.substr(f.name.size() - 12) == ".safetensors";
-    n += f.kind == qd::DirEntryKind::kRegular && (safetensors || f.name == "pytorch_model.bin");
+    const bool torch = f.name.rfind("pytorch_model", 0) == 0 && f.name.size() > 4 &&
+                       f.name.substr(f.name.size() - 4) == ".bin";
+    n += f.kind == qd::DirEntryKind::kRegular && (safetensors || torch);
   }
   return n;
 }
@@ -341,6 +345,52 @@ RC_GTEST_PROP(ModelDirProperties, ShardedViolationsReadLikeTheFile, ()) {
   qd::gen::Rng rng(seed);
   const qd::gen::Generated model = entry->generate_violation(rule, rng);
   ShardsReadLikeTheFile(model, seed, rng);
+}
+
+// A torch model cut into .bin shards with pytorch_model.bin.index.json
+// (docs/model_dir.md 3 steps 6-8 over docs/pt.md) reads like the one .pt
+// file, on each side: accepted, format "pt", the same findings, the same
+// decoded tensors in the same order (shards hold the root items in order,
+// so (shard rank, begin, end, name) is the file's (begin, end, name)), bit
+// for bit; the total_size convention the test computes; check as decode.
+RC_GTEST_PROP(ModelDirProperties, ShardedTorchReadsLikeTheFile, ()) {
+  const auto seed = *rc::gen::arbitrary<std::uint64_t>();
+  qd::gen::Rng rng(seed);
+  const qd::gen::PtModelDir model = qd::gen::PtShardedModel(rng);
+  const qd::ByteView view{model.file.bytes.data(), model.file.bytes.size()};
+  const qd::harness::FormatEntry& entry = *qd::harness::FindFormat("pt");
+  const qd::Outcome file = entry.codec_read(view, "model.pt", {});
+  const qd::Outcome oracle_file = entry.oracle_read(view, "model.pt", {});
+  RC_ASSERT(!file.refused);
+
+  const qd::ModelDirListing listing = model.dir.Listing(kDir);
+  qd::codec::ModelDirRead read;
+  const qd::Outcome decoded = qd::codec::DecodeModelDir(listing, &read);
+  const qd::Outcome checked = qd::codec::CheckModelDir(listing);
+  qd::oracle::ModelDirRead oracle_read;
+  const qd::Outcome oracle_dir = qd::oracle::ReadModelDir(listing, &oracle_read);
+  const std::string context = model.dir.description + " (seed " + std::to_string(seed) + ")";
+  const FileOf none = [](const std::string&) -> const std::vector<std::uint8_t>* { return nullptr; };
+  for (const auto& [dir, one, side] : {std::tuple{&decoded, &file, "codec"},
+                                       std::tuple{&oracle_dir, &oracle_file, "oracle"}}) {
+    const std::string findings = SameFindings(*dir, none, *one, none);
+    if (!findings.empty()) RC_FAIL(context + ": " + side + ": " + findings);
+    const std::string tensors = SameTensors(*dir, *one);
+    if (!tensors.empty()) RC_FAIL(context + ": " + side + ": " + tensors);
+    for (std::size_t i = 0; i < dir->tensors.size(); ++i) {
+      RC_ASSERT(dir->tensors[i].name == one->tensors[i].name);
+    }
+  }
+  RC_ASSERT(!read.unsupported);
+  RC_ASSERT(read.format == "pt");
+  RC_ASSERT(oracle_read.format == "pt");
+  RC_ASSERT(read.shards == WeightFiles(model.dir));
+  RC_ASSERT(read.total_size_convention == ExpectedConvention(model.dir));
+  RC_ASSERT(oracle_read.total_size_convention == ExpectedConvention(model.dir));
+  RC_ASSERT(Findings(checked) == Findings(decoded));
+  RC_ASSERT(OracleAgrees(listing, decoded, read) == "");
+  RC_TAG(read.shards > 1 ? "several shards" : "one shard", read.total_size_convention,
+         decoded.tensors.empty() ? "no floating tensor" : "floating tensors");
 }
 
 }  // namespace

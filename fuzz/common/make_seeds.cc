@@ -5,7 +5,7 @@
 // writes OUTDIR/<target>/<rule-or-valid>-<sha1:8> for the targets
 // safetensors_header_diff, rbq_file_diff, rbq_roundtrip, rbq_matvec,
 // bnb_file_diff, bnb_roundtrip, gptq_file_diff, gptq_config_diff,
-// gptq_roundtrip, pt_file_diff and recognised_file_diff.
+// gptq_roundtrip, pt_file_diff, recognised_file_diff and model_dir_diff.
 // <rule-or-valid> is what the oracle makes of the seed (its error rule, else
 // its first warning, else "valid"); <sha1:8> is the first 8 hex digits of
 // the file's SHA-1 (fuzz/common/sha1.cc), as `sha1sum` prints them.
@@ -30,6 +30,7 @@
 #include "codecs/rbq.h"
 #include "fuzz/common/bnb_file_input.h"
 #include "fuzz/common/gptq_file_input.h"
+#include "fuzz/common/model_dir_input.h"
 #include "fuzz/common/pt_file_input.h"
 #include "fuzz/common/rbq_file_input.h"
 #include "fuzz/common/recognised_file_input.h"
@@ -38,6 +39,7 @@
 #include "harness/registry.h"
 #include "oracles/bnb.h"
 #include "oracles/gptq.h"
+#include "oracles/model_dir.h"
 #include "oracles/rbq.h"
 #include "oracles/safetensors.h"
 
@@ -1079,6 +1081,40 @@ void PtFileSeeds(SeedWriter& w) {
   }
 }
 
+// ---- model_dir_diff: whole directories, framed -------------------------------
+// Valid directories (every kind ModelDirValid makes), each IDX rule broken,
+// GPTQ, bitsandbytes and plain models cut into shards at drawn tensor
+// boundaries, and torch models cut into .bin shards; labelled with the
+// oracle's verdict.
+
+void ModelDirSeeds(SeedWriter& w) {
+  auto emit = [&](const qd::gen::GeneratedDir& g) {
+    const std::vector<std::uint8_t> input = qd::fuzz::ModelDirInput(g);
+    const qd::Outcome o =
+        qd::oracle::ReadModelDir(qd::fuzz::ModelDirListingFromInput(input.data(), input.size()));
+    w.Write("model_dir_diff", Verdict(o), input);
+  };
+  std::uint64_t s = 2000;
+  for (int k = 0; k < 6; ++k) {
+    qd::gen::Rng rng(s++);
+    emit(qd::gen::ModelDirValid(rng));
+  }
+  for (const std::string& rule : qd::gen::ModelDirViolableRules()) {
+    qd::gen::Rng rng(s++);
+    emit(qd::gen::ModelDirViolation(rule, rng));
+  }
+  for (qd::gen::Generated (*model)(qd::gen::Rng&) :
+       {&qd::gen::GptqValid, &qd::gen::BnbValid, &qd::gen::SafetensorsValid}) {
+    qd::gen::Rng rng(s++);
+    const qd::gen::Generated file = model(rng);
+    emit(qd::gen::ShardModel(file, rng));
+  }
+  for (int k = 0; k < 3; ++k) {  // torch models in .bin shards with their index
+    qd::gen::Rng rng(s++);
+    emit(qd::gen::PtShardedModel(rng).dir);
+  }
+}
+
 }  // namespace
 
 // ---- recognised_file_diff: the registry's recognised generator ---------------
@@ -1134,6 +1170,7 @@ int main(int argc, char** argv) {
   GptqRoundtripSeeds(writer);
   PtFileSeeds(writer);
   RecognisedFileSeeds(writer);
+  ModelDirSeeds(writer);
   writer.Summary();
   return 0;
 }

@@ -25,6 +25,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/pt_test_builder.h"
+#include "tests/safetensors_by_the_tests.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -374,6 +377,84 @@ TEST_F(CliTest, DirectoryEntriesAreJudgedByWhereTheyLead) {
   EXPECT_EQ(ReadText(out), ReadText(outside)) << "1.0 and -2.0 as F32 under the name t";
   run = Quantdiff({"diff", inside.string(), escaping.string(), lone.string()});
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+}
+
+// {NAME: F32 tensor [n] over storage "0" holding VALUES}, a torch.save
+// archive built byte by byte (tests/pt_test_builder.h): archive/data.pkl
+// first, its local header (30 bytes + 16 of name) padded with an FB extra
+// field as torch pads it, so its data starts at 64 (ds, where a torch
+// shard's header-level findings point, docs/pt.md 2.1, 6.4).
+Bytes TorchFileOf(const std::string& name, const std::vector<float>& values) {
+  namespace pt = qd::pt_test;
+  const auto n = static_cast<std::int64_t>(values.size());
+  pt::Pk p;
+  p.proto().dict().mark().str(name).tensor("0", "FloatStorage", n, 0, {n}, {1}).op('u').stop();
+  return pt::Archive(p.b, {{"0", pt::F32s(values)}}).bytes;
+}
+
+// A sharded torch checkpoint (docs/model_dir.md 3 over docs/pt.md) is read
+// shard by shard, meets the index rules at its pickle's offset, decodes its
+// floating tensors in shard order; a bitsandbytes layer in it is not read
+// yet (exit 2, no verdict).
+TEST_F(CliTest, ShardedTorchCheckpointsAreRead) {
+  const std::string shard1 = "pytorch_model-00001-of-00002.bin";
+  const std::string shard2 = "pytorch_model-00002-of-00002.bin";
+  auto make = [&](const std::string& name, const std::string& second_tensor) {
+    fs::create_directories(dir_ / name);
+    Write(name + "/" + shard1, TorchFileOf("w", {1.5f, -2.0f, 3.0f}));
+    Write(name + "/" + shard2, TorchFileOf(second_tensor, {0.25f}));
+    // 3 + 1 F32 values: 16 tensor bytes (docs/model_dir.md 3 step 8).
+    const std::string index = R"({"metadata":{"total_size":16},"weight_map":{"w":")" + shard1 +
+                              R"(","v":")" + shard2 + R"("}})";
+    Write(name + "/pytorch_model.bin.index.json", Bytes(index.begin(), index.end()));
+    return dir_ / name;
+  };
+  const fs::path good = make("good", "v");
+  Result run = Quantdiff({"check", good.string()});
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("ok [pt; 2 shards, total_size counts tensor bytes]"), std::string::npos) << run.out;
+  const fs::path out = dir_ / "decoded.safetensors";
+  run = Quantdiff({"decode", good.string(), "--out", out.string()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string text = ReadText(out);
+  const Bytes decoded(text.begin(), text.end());
+  const qdtest::RawTensor w = qdtest::TensorReadByTheTests(decoded, "w");
+  const qdtest::RawTensor v = qdtest::TensorReadByTheTests(decoded, "v");
+  ASSERT_TRUE(w.found && v.found) << text.substr(0, 200);
+  EXPECT_EQ(w.dtype, "F32");
+  EXPECT_EQ(w.shape, (std::vector<std::uint64_t>{3}));
+  EXPECT_EQ(w.bytes, qd::pt_test::F32s({1.5f, -2.0f, 3.0f}));
+  EXPECT_EQ(v.bytes, qd::pt_test::F32s({0.25f}));
+  // The shards' order: w (shard 1) before v (shard 2) in the data section.
+  const nlohmann::json header = qdtest::HeaderReadByTheTests(decoded);
+  EXPECT_LT(header["w"]["data_offsets"][0].get<std::uint64_t>(),
+            header["v"]["data_offsets"][0].get<std::uint64_t>());
+  run = Quantdiff({"diff", good.string()});
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+
+  // A tensor in a shard and not in the index: IDX-008 at ds of data.pkl, 64.
+  const fs::path extra = make("extra", "x");
+  run = Quantdiff({"check", extra.string(), "--report", "json"});
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  const nlohmann::json report = nlohmann::json::parse(run.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << run.out;
+  const nlohmann::json& f = report["findings"].back();
+  EXPECT_EQ(f["rule"], "IDX-008") << run.out;
+  EXPECT_EQ(f["tensor"], "x");
+  EXPECT_EQ(f["field"], "weight_map");
+  EXPECT_EQ(f["position"]["byte_offset"], 64);
+  EXPECT_EQ(f["file"], (extra / shard2).string());
+
+  // An int8 bitsandbytes scale (docs/bnb.md "Layers": l.SCB claims layer l.)
+  // in a shard: not read yet, said so, whichever verb.
+  const fs::path bnb = make("bnb", "l.SCB");
+  const std::string index = R"({"weight_map":{"w":")" + shard1 + R"(","l.SCB":")" + shard2 + R"("}})";
+  Write("bnb/pytorch_model.bin.index.json", Bytes(index.begin(), index.end()));
+  for (const char* verb : {"check", "diff"}) {
+    run = Quantdiff({verb, bnb.string()});
+    EXPECT_EQ(run.exit_code, 2) << verb << ": " << run.out << run.err;
+    EXPECT_NE(run.err.find("not read yet"), std::string::npos) << verb << ": " << run.err;
+  }
 }
 
 TEST_F(CliTest, CheckAcceptsGoodFiles) {

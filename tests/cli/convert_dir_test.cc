@@ -24,10 +24,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace qd::pt_test;  // NOLINT: the builders are this file's vocabulary
 
-// What the codec answers for a sharded torch set it does not read yet
-// (issue 10 item 3, another change): the two-shard cases wait for it.
-constexpr const char* kNotReadYet = "is not read yet";
-
 std::string Text(const Bytes& b) { return std::string(b.begin(), b.end()); }
 
 std::vector<std::uint8_t> FileBytes(const fs::path& path) {
@@ -136,10 +132,6 @@ TEST_F(ConvertDir, TwoShardsGetShardNamesAndAnIndex) {
   Put("pytorch_model.bin.index.json", in_index.dump());
   Put("config.json", "{}");
   const qd::hostile::RunResult r = Convert();
-  if (r.exit_code == 2 && r.err.find(kNotReadYet) != std::string::npos) {
-    EXPECT_TRUE(NothingWritten());
-    GTEST_SKIP() << "the directory reader does not read sharded torch sets yet: " << r.err;
-  }
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Names(Out()), (std::set<std::string>{"model-00001-of-00002.safetensors",
                                                   "model-00002-of-00002.safetensors",
