@@ -329,14 +329,23 @@ const char* AwqFormatName(AwqFormat format) {
 
 AwqResult ReadAwq(qd::ByteView file, const std::string& file_name,
                   const std::vector<qd::SideFile>& configs) {
-  AwqResult result;
   ContainerResult container = ReadContainer(file, file_name);
-  result.findings = std::move(container.findings);
   if (container.refused) {
+    AwqResult result;
     result.refused = true;
+    result.findings = std::move(container.findings);
     return result;
   }
-  result.table = TensorTable::FromContainer(std::move(container.container));
+  return ReadAwqTable(TensorTable::FromContainer(std::move(container.container)), file_name,
+                      configs, std::move(container.findings));
+}
+
+AwqResult ReadAwqTable(TensorTable table, const std::string& file_name,
+                       const std::vector<qd::SideFile>& configs,
+                       std::vector<qd::Finding> container_findings) {
+  AwqResult result;
+  result.findings = std::move(container_findings);
+  result.table = std::move(table);
   // Section 3: the config steps as an AWQ reader takes them.
   if (!ReadQuantConfig(QuantFamily::kAwq, configs, file_name, &result.findings, &result.config)) {
     result.refused = true;
@@ -355,14 +364,16 @@ AwqResult ReadAwq(qd::ByteView file, const std::string& file_name,
   return result;
 }
 
-bool ClaimsAwq(qd::ByteView file) {
-  ContainerResult r = ReadContainer(file, "");
-  if (r.refused) return false;
-  const TensorTable table = TensorTable::FromContainer(std::move(r.container));
+bool HasAwqLayer(const TensorTable& table) {
   for (const QuantLayerPlan& plan : DiscoverLayers(table, StorageOrder(table))) {
     if (IsAwqLayer(table, plan)) return true;
   }
   return false;
+}
+
+bool ClaimsAwq(qd::ByteView file) {
+  ContainerResult r = ReadContainer(file, "");
+  return !r.refused && HasAwqLayer(TensorTable::FromContainer(std::move(r.container)));
 }
 
 AwqLayerView ViewOf(const AwqResult& result, const AwqLayer& layer) {
@@ -380,11 +391,7 @@ AwqLayerView ViewOf(const AwqResult& result, const AwqLayer& layer) {
   return v;
 }
 
-qd::Outcome StreamAwqFile(qd::ByteView file, const std::string& file_name,
-                          const std::vector<qd::SideFile>& configs, TensorSink& sink) {
-  AwqResult r = ReadAwq(file, file_name, configs);
-  qd::Outcome outcome{r.refused, std::move(r.findings), {}};
-  if (r.refused) return outcome;
+void StreamAwqLayers(const AwqResult& r, TensorSink& sink) {
   // Section 7: storage order; a layer's weight stands where its qweight is,
   // its scales and qzeros are consumed, every other floating tensor (bias
   // included) is widened, integer tensors outside layers are left out.
@@ -411,7 +418,7 @@ qd::Outcome StreamAwqFile(qd::ByteView file, const std::string& file_name,
       plan.push_back({std::string(t[i].name), t[i].shape});
     }
   }
-  if (!sink.Plan(plan)) return outcome;
+  if (!sink.Plan(plan)) return;
   for (std::size_t j = 0; j < items.size(); ++j) {
     if (items[j].second == kPlain) {
       if (!t.StreamFloat(items[j].first, j, sink)) break;
@@ -425,6 +432,14 @@ qd::Outcome StreamAwqFile(qd::ByteView file, const std::string& file_name,
                                  });
     if (!more) break;
   }
+}
+
+
+qd::Outcome StreamAwqFile(qd::ByteView file, const std::string& file_name,
+                          const std::vector<qd::SideFile>& configs, TensorSink& sink) {
+  AwqResult r = ReadAwq(file, file_name, configs);
+  qd::Outcome outcome{r.refused, std::move(r.findings), {}};
+  if (!r.refused) StreamAwqLayers(r, sink);
   return outcome;
 }
 

@@ -54,9 +54,20 @@ struct AwqResult {
 AwqResult ReadAwq(qd::ByteView file, const std::string& file_name,
                   const std::vector<qd::SideFile>& configs);
 
+// The same checks on an accepted container's tensor table (a file's, or a
+// model directory's merged table: docs/model_dir.md 4); CONTAINER_FINDINGS
+// come first.
+AwqResult ReadAwqTable(TensorTable table, const std::string& file_name,
+                       const std::vector<qd::SideFile>& configs,
+                       std::vector<qd::Finding> container_findings = {});
+// docs/awq.md section 2, Detection, on a table: one of its layers is an AWQ
+// layer.
+bool HasAwqLayer(const TensorTable& table);
 // docs/awq.md section 2, Detection: the container accepts the file and one
 // of its layers is an AWQ layer. Needs no config.
 bool ClaimsAwq(qd::ByteView file);
+// Section 7's tensors of an accepted result to SINK (announced first).
+void StreamAwqLayers(const AwqResult& result, TensorSink& sink);
 
 // Section 7's tensors of an accepted file, to a sink (announced first) or
 // collected.

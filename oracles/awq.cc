@@ -437,6 +437,8 @@ void DequantRow(const Unpacked& u, const std::string& version, const Geometry& g
   }
 }
 
+}  // namespace
+
 bool StreamAwqTable(const MergedTable& table, const std::string& file_name,
                     const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
                     qd::TensorSink& sink, std::vector<AwqLayerCodes>* layers) {
@@ -498,8 +500,6 @@ bool StreamAwqTable(const MergedTable& table, const std::string& file_name,
   return true;
 }
 
-}  // namespace
-
 qd::Outcome StreamAwqFile(qd::ByteView file, const std::string& file_name,
                           const std::vector<qd::SideFile>& configs, qd::TensorSink& sink,
                           std::vector<AwqLayerCodes>* layers) {
@@ -517,15 +517,18 @@ qd::Outcome ReadAwqFile(qd::ByteView file, const std::string& file_name,
       [&](qd::TensorSink& sink) { return StreamAwqFile(file, file_name, configs, sink, layers); });
 }
 
-bool IsAwqFile(qd::ByteView file) {
-  qd::Outcome ignored;
-  Container container;
-  if (!CheckContainer(file, "", &ignored, &container)) return false;
-  const MergedTable table = TableOfFile(file, std::move(container));
+bool HasAwqLayer(const MergedTable& table) {
   for (const QuantLayer& layer : FindQuantLayers(table.tensors)) {
     if (LayerLooksAwq(table.tensors, layer)) return true;
   }
   return false;
+}
+
+bool IsAwqFile(qd::ByteView file) {
+  qd::Outcome ignored;
+  Container container;
+  return CheckContainer(file, "", &ignored, &container) &&
+         HasAwqLayer(TableOfFile(file, std::move(container)));
 }
 
 // ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "oracles/merged_table.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
 
@@ -42,6 +43,14 @@ qd::Outcome StreamAwqFile(qd::ByteView file, const std::string& file_name,
 // docs/awq.md section 2, Detection: the container accepts the file and one of
 // its layers is an AWQ layer. Needs no config.
 bool IsAwqFile(qd::ByteView file);
+// The same over a table (one file, or a model directory's merged table).
+bool HasAwqLayer(const MergedTable& table);
+// Sections 3, 5 and 7 over a table of accepted containers, as
+// StreamGptqTable does for GPTQ: findings appended to *outcome (naming
+// FILE_NAME), false at the first error; else the plan and tensors to SINK.
+bool StreamAwqTable(const MergedTable& table, const std::string& file_name,
+                    const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
+                    qd::TensorSink& sink, std::vector<AwqLayerCodes>* layers = nullptr);
 
 // docs/awq.md section 8 written from the page: the qweight and qzeros words
 // of FORMAT ("gemm", "gemv", "gemv_fast": no qzeros) for codes [K][N] and

@@ -1081,6 +1081,11 @@ TEST_F(CliTest, CheckAndDecodeAwqWithAutoAwqAndGptqModelConfigs) {
     const Result check = Quantdiff({"check", in.string()});
     EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
     EXPECT_EQ(check.out.find("CFG-005"), std::string::npos) << check.out;
+    // The directory as a model directory (docs/model_dir.md): its one weight
+    // file, read with the config beside it.
+    const Result dir_check = Quantdiff({"check", (dir_ / "m").string()});
+    EXPECT_EQ(dir_check.exit_code, 0) << dir_check.out << dir_check.err;
+    EXPECT_NE(dir_check.out.find("awq"), std::string::npos) << dir_check.out;
     const fs::path out = dir_ / "out.safetensors";
     const Result run = Quantdiff({"decode", in.string(), "--out", out.string()});
     ASSERT_EQ(run.exit_code, 0) << run.err;
