@@ -4,6 +4,7 @@
 // (section 7). Kernels and packing: awq_pack.cc.
 #include "codecs/awq.h"
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 #include <utility>
@@ -105,10 +106,13 @@ bool LayerChecker::CheckFinite(std::size_t tensor, const char* field, std::uint6
   const TableTensor t = T(tensor);
   const std::uint64_t size = InfoOf(t.dtype).bits / 8;
   const std::uint8_t* data = r_->table.Data(tensor);
-  for (std::uint64_t i = 0; i < rows; ++i) {
-    if (real_rows_first && i >= real) break;
-    const std::uint64_t limit = real_rows_first ? cols : std::min(cols, real);
-    for (std::uint64_t c = 0; c < limit; ++c) {
+  // Only the real groups' region; an empty region is skipped whole (a
+  // dimension may be huge when the other is 0).
+  const std::uint64_t row_end = real_rows_first ? std::min(rows, real) : rows;
+  const std::uint64_t col_end = real_rows_first ? cols : std::min(cols, real);
+  if (row_end == 0 || col_end == 0) return true;
+  for (std::uint64_t i = 0; i < row_end; ++i) {
+    for (std::uint64_t c = 0; c < col_end; ++c) {
       const std::uint64_t e = i * cols + c;
       if (IsNonFinite(t.dtype, data + e * size)) {
         return ValueError("AWQ-106", tensor, field, e * size, i, c,
@@ -128,6 +132,7 @@ bool LayerChecker::CheckPadding(const AwqLayer& l) {
   const std::uint8_t* qz = r_->table.Data(l.qzeros);
   const std::uint8_t* sc = r_->table.Data(l.scales);
   const std::uint64_t ssize = InfoOf(T(l.scales).dtype).bits / 8;
+  if (slots <= G || N == 0) return true;  // no padding slot
   if (r_->format == AwqFormat::kGemv) {
     const std::uint64_t Z = static_cast<std::uint64_t>(l.zeros_width);
     for (std::uint64_t n = 0; n < N; ++n) {

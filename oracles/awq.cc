@@ -12,6 +12,7 @@
 //   6. PackAwq [8]
 #include "oracles/awq.h"
 
+#include <algorithm>
 #include <string_view>
 
 #include "oracles/bytes.h"
@@ -301,10 +302,13 @@ bool CheckLayer(const std::vector<TableTensor>& tensors, const QuantLayer& layer
       fast ? std::vector<const TableTensor*>{&scales, &qzeros} : std::vector<const TableTensor*>{&scales};
   for (const TableTensor* grid : grids) {
     const std::uint64_t rows = grid->shape[0], cols = grid->shape[1];
-    for (std::uint64_t r = 0; r < rows; ++r) {
-      for (std::uint64_t c = 0; c < cols; ++c) {
-        const bool real = version == "gemv" ? c < g_count : r < g_count;
-        if (real && NonFinite(*grid, r * cols + c)) {
+    // The real groups: GEMV's first G columns, else the first G rows.
+    const std::uint64_t real_rows = version == "gemv" ? rows : std::min(rows, g_count);
+    const std::uint64_t real_cols = version == "gemv" ? std::min(cols, g_count) : cols;
+    if (real_rows == 0 || real_cols == 0) continue;  // nothing (a huge empty grid too)
+    for (std::uint64_t r = 0; r < real_rows; ++r) {
+      for (std::uint64_t c = 0; c < real_cols; ++c) {
+        if (NonFinite(*grid, r * cols + c)) {
           const char* field = grid == &scales ? "scales" : "qzeros";
           return report.Error("AWQ-106", grid->name, field,
                               ByteOffsetOf(*grid, (r * cols + c) * Bytes(grid->dtype)),
@@ -315,7 +319,8 @@ bool CheckLayer(const std::vector<TableTensor>& tensors, const QuantLayer& layer
       }
     }
   }
-  // A11 AWQ-006: padding slots are zero bits.
+  // A11 AWQ-006: padding slots are zero bits (none when 8Z = G or N = 0).
+  if (8 * out->z <= g_count || out->n == 0) return true;
   if (version == "gemv") {
     for (std::uint64_t n = 0; n < out->n; ++n) {
       for (std::uint64_t g = g_count; g < 8 * out->z; ++g) {
@@ -380,6 +385,7 @@ Unpacked Unpack(const std::vector<TableTensor>& tensors, const QuantLayer& layer
   u.codes.in_features = static_cast<std::int64_t>(K);
   u.codes.out_features = static_cast<std::int64_t>(N);
   u.codes.groups = static_cast<std::int64_t>(G);
+  if (K * N == 0 && G * N == 0) return u;  // nothing to unpack (K or G may be huge)
   u.codes.codes.assign(K * N, 0);
   u.scales.assign(G * N, 0.0f);
   const std::vector<int> order = FastBlockOrder();

@@ -17,6 +17,9 @@
 #include <vector>
 
 #include "codecs/awq.h"
+#include "codecs/safetensors.h"
+#include "harness/differ.h"
+#include "harness/registry.h"
 #include "oracles/awq.h"
 
 namespace {
@@ -122,6 +125,33 @@ RC_GTEST_PROP(AwqPack, ALoneCodeLandsWhereTheContractSays, ()) {
     const std::uint32_t want = static_cast<std::int64_t>(i) == word ? static_cast<std::uint32_t>(value) << (4 * nibble) : 0u;
     RC_ASSERT(w == want);
   }
+}
+
+// A GEMV_FAST layer with no output row and 2^40 inputs holds no byte, yet
+// its scale and zero grids have 2^35 rows (8Z for G = 2^35 groups of 32):
+// both readers accept it at once and decode an empty [0, 2^40] weight,
+// without walking the empty grids (they skip an empty region whole).
+TEST(AwqEmptyLayer, HugeEmptyDimensionIsReadWithoutWalkingIt) {
+  const std::uint64_t k = std::uint64_t{1} << 40;
+  const std::uint64_t slots = 8 * static_cast<std::uint64_t>(qd::codec::AwqZerosWidth(static_cast<std::int64_t>(k), 32));
+  ASSERT_EQ(slots, k / 32);  // G = 2^35 is a multiple of 32: no padding slot
+  std::vector<qd::codec::TensorWithBytes> tensors = {
+      {{"layer.qweight", "I16", {0, k}, 0}, {}},
+      {{"layer.qzeros", "F16", {slots, 0}, 0}, {}},
+      {{"layer.scales", "F16", {slots, 0}, 0}, {}},
+  };
+  const std::vector<std::uint8_t> file = qd::codec::SerializeSafetensors(tensors, nullptr);
+  const std::string config = R"({"bits":4,"group_size":32,"quant_method":"awq","version":"gemv_fast"})";
+  const std::vector<qd::SideFile> configs = {{"quantize_config.json", {config.begin(), config.end()}}};
+  const qd::ByteView view{file.data(), file.size()};
+  const qd::harness::FormatEntry& awq = *qd::harness::FindFormat("awq");
+  EXPECT_EQ(qd::harness::DetectFormat(view).name, "awq");
+  const qd::Outcome codec = awq.codec_read(view, "empty.safetensors", configs);
+  const qd::Outcome oracle = awq.oracle_read(view, "empty.safetensors", configs);
+  ASSERT_FALSE(codec.refused);
+  EXPECT_FALSE(qd::harness::Compare(codec, oracle, "awq").has_value());
+  ASSERT_EQ(codec.tensors.size(), 1u);
+  EXPECT_EQ(codec.tensors[0].shape, (std::vector<std::uint64_t>{0, k}));
 }
 
 }  // namespace
