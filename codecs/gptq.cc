@@ -133,12 +133,15 @@ GroupValue FirstPresent(const json& obj, const std::array<const char*, N>& keys,
   return GroupValue{};
 }
 
-Resolved Resolve(const json& obj) {
+// Method and format default to the reading family's: gptq / gptq, or awq /
+// gemm (docs/awq.md section 3).
+Resolved Resolve(const json& obj, QuantFamily family) {
+  const bool awq = family == QuantFamily::kAwq;
   Resolved r;
   r.method = FirstPresent(obj, kMethodKeys, false);
-  if (r.method.key == nullptr) r.method.text = "gptq";
+  if (r.method.key == nullptr) r.method.text = awq ? "awq" : "gptq";
   r.format = FirstPresent(obj, kFormatKeys, false);
-  if (r.format.key == nullptr) r.format.text = "gptq";
+  if (r.format.key == nullptr) r.format.text = awq ? "gemm" : "gptq";
   r.bits = FirstPresent(obj, kBitsKeys, true);
   r.group_size = FirstPresent(obj, kGroupKeys, true);
   if (const json* s = Present(obj, "sym")) {
@@ -157,19 +160,10 @@ struct Source {
 
 // ---- layers ------------------------------------------------------------------
 
-enum Member : std::uint8_t { kQweight, kQzeros, kScales, kGidx, kMemberCount };
 constexpr std::array<const char*, kMemberCount> kMemberNames = {"qweight", "qzeros", "scales",
                                                                 "g_idx"};
 
-struct LayerPlan {
-  std::string prefix;
-  std::array<std::size_t, kMemberCount> member = {kGptqNoTensor, kGptqNoTensor, kGptqNoTensor,
-                                                  kGptqNoTensor};
-  std::size_t bias = kGptqNoTensor;
-  std::size_t weight = kGptqNoTensor;
-  std::vector<std::size_t> siblings;  // unknown P+x, container order
-  std::size_t anchor = kGptqNoTensor;
-};
+using LayerPlan = QuantLayerPlan;
 
 // name = prefix + suffix, split at the last '.' (the prefix keeps the dot).
 std::pair<std::string_view, std::string_view> SplitName(std::string_view name) {
@@ -184,6 +178,8 @@ int MemberOf(std::string_view suffix) {
   }
   return -1;
 }
+
+}  // namespace
 
 // The listed tensors of TABLE in storage order (docs/pt.md 6.4: (begin, end,
 // name), a model directory's shard first): a safetensors table's own order.
@@ -244,6 +240,8 @@ std::vector<LayerPlan> DiscoverLayers(const TensorTable& table,
   return plans;
 }
 
+namespace {
+
 bool IsScaleDtype(Dtype d) { return d == Dtype::kF16 || d == Dtype::kBF16 || d == Dtype::kF32; }
 
 const char* FormatLabel(GptqFormat f) {
@@ -259,7 +257,8 @@ const char* FormatLabel(GptqFormat f) {
 
 class Checker {
  public:
-  Checker(GptqResult* result, const std::string& file) : r_(result), file_(file) {}
+  Checker(GptqResult* result, const std::string& file, QuantFamily family = QuantFamily::kGptq)
+      : r_(result), file_(file), family_(family) {}
 
   qd::Finding& Add(std::string rule, qd::Severity severity, std::string file,
                    std::string_view tensor, std::string field, std::int64_t offset,
@@ -307,8 +306,11 @@ class Checker {
   bool CheckScaleValues(const LayerPlan& plan, std::uint64_t n);
   void WarnFloodedZero(const LayerPlan& plan, std::uint64_t groups, std::uint64_t n, int bits);
 
+  bool CheckAwqLabel(const Source& w, const Resolved& r);
+
   GptqResult* r_;
   const std::string& file_;
+  QuantFamily family_;
 };
 
 // C1: every source parsed, nested sources unwrapped, key types checked.
@@ -354,15 +356,16 @@ bool Checker::ParseSources(const std::vector<qd::SideFile>& configs,
 // C3..C10 on the winner.
 bool Checker::CheckWinner(const Source& w, Resolved* resolved) {
   const json& c = w.config;
-  // C3: marlin.
+  const bool gptq = family_ == QuantFamily::kGptq;
+  // C3: marlin (GPTQ only: for AWQ a marlin label is C5's).
   for (const char* key : {"method", "quant_method", "format", "checkpoint_format"}) {
     const json* v = Present(c, key);
-    if (v != nullptr && v->get<std::string>() == "marlin") {
+    if (gptq && v != nullptr && v->get<std::string>() == "marlin") {
       return ConfigError("GPTQ-005", w.name, key,
                          std::string(key) + " is marlin: the marlin layout is not read");
     }
   }
-  if (const json* m = Present(c, "is_marlin_format")) {
+  if (const json* m = Present(c, "is_marlin_format"); gptq && m != nullptr) {
     if (m->get<bool>()) {
       return ConfigError("GPTQ-005", w.name, "is_marlin_format",
                          "is_marlin_format is true: the marlin layout is not read");
@@ -398,19 +401,30 @@ bool Checker::CheckWinner(const Source& w, Resolved* resolved) {
     ConfigWarning("CFG-102", w.name, "zero_point",
                   "sym and zero_point are equal, so they say opposite things");
   }
-  const Resolved r = Resolve(c);
+  const Resolved r = Resolve(c, family_);
+  r_->config.method = r.method.text;
+  r_->config.format_name = r.format.text;
+  r_->config.sym = r.sym;
   // C5: method and format.
-  if (r.method.text != "gptq") {
+  if (!gptq && !CheckAwqLabel(w, r)) return false;
+  if (gptq && r.method.text != "gptq") {
     return ConfigError("CFG-005", w.name, r.method.key != nullptr ? r.method.key : "method",
-                       "method \"" + r.method.text + "\" is not gptq");
+                       "method \"" + r.method.text + "\" is not gptq" +
+                           (r.method.text == "awq"
+                                ? ": the config names AWQ but the file's layers are GPTQ's "
+                                  "(docs/awq.md section 2)"
+                                : ""));
   }
   std::optional<GptqFormat> format;
   if (r.format.text == "gptq") format = GptqFormat::kV1;
   if (r.format.text == "gptq_v2") format = GptqFormat::kV2;
   if (r.format.text == "gptq_p") format = GptqFormat::kPlanar;
-  if (!format) {
+  if (gptq && !format) {
     return ConfigError("CFG-005", w.name, r.format.key != nullptr ? r.format.key : "format",
-                       "format \"" + r.format.text + "\" is not gptq, gptq_v2 or gptq_p");
+                       "format \"" + r.format.text + "\" is not gptq, gptq_v2 or gptq_p" +
+                           (r.format.text == "gemm" || r.format.text == "gemv" || r.format.text == "gemv_fast"
+                                ? ": an AWQ version, but the file's layers are GPTQ's"
+                                : ""));
   }
   // C6: bits and group_size present.
   if (r.bits.key == nullptr) return ConfigError("CFG-006", w.name, "bits", "bits is missing");
@@ -425,23 +439,29 @@ bool Checker::CheckWinner(const Source& w, Resolved* resolved) {
   }
   // C8: bits for the layout.
   const std::int64_t b = r.bits.number;
-  const bool bits_ok = *format == GptqFormat::kPlanar ? b >= 2 && b <= 8
-                                                      : b == 2 || b == 3 || b == 4 || b == 8;
+  if (!gptq && b != 4) {  // docs/awq.md section 3: four-bit codes only
+    return ConfigError("AWQ-001", w.name, r.bits.key, "bits " + std::to_string(b) + " is not 4");
+  }
+  const bool bits_ok = !gptq || (*format == GptqFormat::kPlanar ? b >= 2 && b <= 8
+                                                                : b == 2 || b == 3 || b == 4 || b == 8);
   if (!bits_ok) {
     return ConfigError("GPTQ-001", w.name, r.bits.key,
                        "bits " + std::to_string(b) + " is not allowed for format " +
                            FormatLabel(*format));
   }
   // C9, C10.
-  if (const json* p = Present(c, "pack_dtype"); p != nullptr && p->get<std::string>() != "int32") {
+  // The word dtype: int32, or for AWQ also int16 (docs/awq.md section 3: the
+  // qweight dtype, not this key, tells GEMV_FAST's int16 words).
+  if (const json* p = Present(c, "pack_dtype");
+      p != nullptr && p->get<std::string>() != "int32" && (gptq || p->get<std::string>() != "int16")) {
     return ConfigError("CFG-008", w.name, "pack_dtype",
-                       "pack_dtype \"" + p->get<std::string>() + "\" is not int32");
+                       "pack_dtype \"" + p->get<std::string>() + "\" is not int32" + (gptq ? "" : " or int16"));
   }
   if (const json* d = Present(c, "dynamic"); d != nullptr && !d->empty()) {
     return ConfigError("CFG-009", w.name, "dynamic",
                        "per-module dynamic overrides are not supported");
   }
-  r_->config.format = *format;
+  r_->config.format = format.value_or(GptqFormat::kV1);
   r_->config.bits = static_cast<int>(b);
   r_->config.group_size = r.group_size.number;
   r_->config.source = w.name;
@@ -449,11 +469,27 @@ bool Checker::CheckWinner(const Source& w, Resolved* resolved) {
   return true;
 }
 
+// docs/awq.md section 3, C5 for an AWQ reader: method awq, format one of
+// AWQ's versions.
+bool Checker::CheckAwqLabel(const Source& w, const Resolved& r) {
+  if (r.method.text != "awq") {
+    return ConfigError("CFG-005", w.name, r.method.key != nullptr ? r.method.key : "method",
+                       "method \"" + r.method.text +
+                           "\" is not awq, but the file's layers are AWQ's (docs/awq.md section 2)");
+  }
+  const std::string& f = r.format.text;
+  if (f != "gemm" && f != "gemv" && f != "gemv_fast") {
+    return ConfigError("CFG-005", w.name, r.format.key != nullptr ? r.format.key : "format",
+                       "format \"" + f + "\" is not gemm, gemv or gemv_fast");
+  }
+  return true;
+}
+
 // C11: the other sources agree with the winner, then sym / desc_act warnings.
 bool Checker::CheckOthers(const std::vector<Source>& sources, const Resolved& w) {
   const std::string& wname = sources.front().name;
   for (std::size_t s = 1; s < sources.size(); ++s) {
-    const Resolved o = Resolve(sources[s].config);
+    const Resolved o = Resolve(sources[s].config, family_);
     const char* field = nullptr;
     std::string mine, theirs;  // the two values, for the message
     if (o.method.text != w.method.text) {
@@ -480,7 +516,7 @@ bool Checker::CheckOthers(const std::vector<Source>& sources, const Resolved& w)
     }
   }
   for (std::size_t s = 1; s < sources.size(); ++s) {
-    const Resolved o = Resolve(sources[s].config);
+    const Resolved o = Resolve(sources[s].config, family_);
     if (w.sym && o.sym && *w.sym != *o.sym) {
       ConfigWarning("CFG-102", wname, "sym", "sym differs between " + wname + " and " + sources[s].name);
     }
@@ -851,5 +887,16 @@ qd::Outcome DecodeGptqFile(qd::ByteView file, const std::string& file_name,
 }
 
 const char* GptqFormatName(GptqFormat format) { return FormatLabel(format); }
+
+bool ReadQuantConfig(QuantFamily family, const std::vector<qd::SideFile>& configs,
+                     const std::string& file_name, std::vector<qd::Finding>* findings,
+                     GptqConfig* config) {
+  GptqResult scratch;
+  Checker checker(&scratch, file_name, family);
+  const bool ok = checker.CheckConfigs(configs);
+  for (qd::Finding& f : scratch.findings) findings->push_back(std::move(f));
+  *config = std::move(scratch.config);
+  return ok;
+}
 
 }  // namespace qd::codec

@@ -13,7 +13,9 @@
 #define QUANTDIFF_CODECS_GPTQ_H_
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,7 +40,15 @@ struct GptqConfig {
   int bits = 0;
   std::int64_t group_size = 0;  // -1: one group over all of in_features
   std::string source;           // the winning SideFile's name
+  // What docs/awq.md section 3 reads from the same steps (ReadQuantConfig).
+  std::string method;           // resolved method ("gptq", "awq")
+  std::string format_name;      // resolved format ("gptq", "gemm", "gemv", ...)
+  std::optional<bool> sym;      // sym, else !zero_point
 };
+
+// Whose reading the config steps serve: docs/gptq.md section 3, or the same
+// steps as docs/awq.md section 3 adapts them.
+enum class QuantFamily : std::uint8_t { kGptq, kAwq };
 
 inline constexpr std::size_t kGptqNoTensor = static_cast<std::size_t>(-1);
 
@@ -97,6 +107,32 @@ qd::Outcome DecodeGptqFile(qd::ByteView file, const std::string& file_name,
 
 // "gptq", "gptq_v2", "gptq_p".
 const char* GptqFormatName(GptqFormat format);
+
+// ---- Shared with the AWQ reader (codecs/awq.cc) ---------------------------
+
+// docs/gptq.md section 3 C1..C11 over the config sources, as FAMILY reads
+// them (docs/awq.md section 3): findings appended to *findings (CFG-003 names
+// FILE_NAME); true with *config resolved when no error was found.
+bool ReadQuantConfig(QuantFamily family, const std::vector<qd::SideFile>& configs,
+                     const std::string& file_name, std::vector<qd::Finding>* findings,
+                     GptqConfig* config);
+
+// docs/gptq.md section 2: the tensors P+qweight, P+qzeros, P+scales, P+g_idx
+// of one prefix P, with P+bias, P+weight and the unknown siblings.
+enum QuantMember : std::uint8_t { kQweight, kQzeros, kScales, kGidx, kMemberCount };
+struct QuantLayerPlan {
+  std::string prefix;
+  std::array<std::size_t, kMemberCount> member = {kGptqNoTensor, kGptqNoTensor, kGptqNoTensor,
+                                                  kGptqNoTensor};
+  std::size_t bias = kGptqNoTensor;
+  std::size_t weight = kGptqNoTensor;
+  std::vector<std::size_t> siblings;  // unknown P+x, storage order
+  std::size_t anchor = kGptqNoTensor;
+};
+// The listed tensors in storage order, and the layers in anchor order.
+std::vector<std::size_t> StorageOrder(const TensorTable& table);
+std::vector<QuantLayerPlan> DiscoverLayers(const TensorTable& table,
+                                           const std::vector<std::size_t>& order);
 
 // ---- Layer kernels (codecs/gptq_kernels.cc) -------------------------------
 

@@ -20,6 +20,7 @@
 #include "codecs/bnb.h"
 #include "codecs/bnb_pt_layers.h"
 #include "codecs/finding.h"
+#include "codecs/awq.h"
 #include "codecs/gptq.h"
 #include "codecs/pt.h"
 #include "codecs/rbq.h"
@@ -490,15 +491,21 @@ void DirReader::ReadFormat(TensorTable table, const std::string& name, const Ind
   BnbResult bnb = ReadBnbTable(std::move(table), name);
   std::optional<GptqResult> gptq;
   std::optional<RecognisedResult> recognised;
+  std::optional<AwqResult> awq;
   if (bnb.is_bnb) {
     read_->format = "bnb";
     findings = std::move(bnb.findings);
     outcome_.refused = bnb.refused;
-  } else if (HasRecognisedLayer(bnb.table)) {  // before GPTQ: docs/recognised.md 2
+  } else if (HasRecognisedLayer(bnb.table)) {  // before AWQ and GPTQ: docs/recognised.md 2
     read_->format = "recognised";
     recognised = ReadRecognisedTable(std::move(bnb.table), name, Configs());
     findings = std::move(recognised->findings);
     outcome_.refused = recognised->refused;
+  } else if (HasAwqLayer(bnb.table)) {  // AWQ before GPTQ (docs/awq.md section 2)
+    read_->format = "awq";
+    awq = ReadAwqTable(std::move(bnb.table), name, Configs());
+    findings = std::move(awq->findings);
+    outcome_.refused = awq->refused;
   } else if (HasGptqLayer(bnb.table)) {
     read_->format = "gptq";
     gptq = ReadGptqTable(std::move(bnb.table), name, Configs());
@@ -508,7 +515,7 @@ void DirReader::ReadFormat(TensorTable table, const std::string& name, const Ind
     read_->format = "safetensors";
   }
   if (index != nullptr && !findings.empty()) {
-    const TensorTable& t = gptq ? gptq->table : recognised ? recognised->table : bnb.table;
+    const TensorTable& t = gptq ? gptq->table : recognised ? recognised->table : awq ? awq->table : bnb.table;
     std::unordered_map<std::string_view, std::uint32_t> shard_of;
     for (std::size_t i = 0; i < t.size(); ++i) shard_of.emplace(t[i].name, t[i].shard);
     for (qd::Finding& f : findings) {
@@ -523,6 +530,8 @@ void DirReader::ReadFormat(TensorTable table, const std::string& name, const Ind
     StreamBnbLayers(bnb, sink, kernel);
   } else if (recognised) {
     StreamRecognisedTensors(*recognised, sink);
+  } else if (awq) {
+    StreamAwqLayers(*awq, sink);
   } else if (gptq) {
     StreamGptqLayers(*gptq, sink, kernel);
   } else {

@@ -33,6 +33,13 @@ Generated SafetensorsValid(Rng& rng);
 std::vector<std::string> SafetensorsViolableRules();
 Generated SafetensorsViolation(std::string_view rule, Rng& rng);
 
+// AWQ GEMM / GEMV / GEMV_FAST (rules AWQ-*, CFG-003 and CFG-005;
+// docs/awq.md): one or two layers packed with codec::AwqEncode, the config
+// as GPT-QModel or AutoAWQ (config.json or legacy) writes it.
+Generated AwqValid(Rng& rng);
+std::vector<std::string> AwqViolableRules();
+Generated AwqViolation(std::string_view rule, Rng& rng);
+
 // Q4B32 / Q8B32 (rules RBQ-*): quantized matrices plus kept norm vectors.
 Generated RbqValid(Rng& rng);
 std::vector<std::string> RbqViolableRules();

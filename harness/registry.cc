@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "codecs/awq.h"
 #include "codecs/bnb.h"
 #include "codecs/bnb_pt_layers.h"
 #include "codecs/gptq.h"
@@ -11,6 +12,7 @@
 #include "codecs/recognised.h"
 #include "codecs/safetensors.h"
 #include "generators/generators.h"
+#include "oracles/awq.h"
 #include "oracles/bnb.h"
 #include "oracles/model_dir.h"
 #include "oracles/bnb_pt_layers.h"
@@ -170,6 +172,29 @@ qd::Outcome CheckRecognised(qd::ByteView file, const std::string& name,
   return qd::Outcome{r.refused, std::move(r.findings), {}};
 }
 
+qd::Outcome CodecAwq(qd::ByteView file, const std::string& name, const SideFiles& side_files) {
+  return codec::DecodeAwqFile(file, name, side_files);
+}
+
+qd::Outcome StreamAwq(qd::ByteView file, const std::string& name, const SideFiles& side_files,
+                      qd::TensorSink& sink) {
+  return codec::StreamAwqFile(file, name, side_files, sink);
+}
+
+qd::Outcome CheckAwq(qd::ByteView file, const std::string& name, const SideFiles& side_files) {
+  codec::AwqResult r = codec::ReadAwq(file, name, side_files);
+  return qd::Outcome{r.refused, std::move(r.findings), {}};
+}
+
+qd::Outcome OracleAwq(qd::ByteView file, const std::string& name, const SideFiles& side_files) {
+  return oracle::ReadAwqFile(file, name, side_files);
+}
+
+qd::Outcome OracleStreamAwq(qd::ByteView file, const std::string& name,
+                            const SideFiles& side_files, qd::TensorSink& sink) {
+  return oracle::StreamAwqFile(file, name, side_files, sink);
+}
+
 bool ClaimsPt(qd::ByteView file) { return codec::ClaimsPt(file); }
 
 bool ClaimsGptq(qd::ByteView file) { return codec::ClaimsGptq(file); }
@@ -213,7 +238,7 @@ const std::vector<FormatEntry>& Formats() {
        .violable_rules = &gen::BnbViolableRules,
        .generate_violation = &gen::BnbViolation,
        .variants = &BnbVariants},
-      // Before GPTQ: a ParoQuant layer also holds qweight/qzeros/scales
+      // Before AWQ and GPTQ: a ParoQuant layer also holds qweight/qzeros/scales
       // (docs/recognised.md section 2, Detection).
       {.name = "recognised",
        .rule_prefixes = {"REC-"},
@@ -229,6 +254,22 @@ const std::vector<FormatEntry>& Formats() {
        .violable_rules = &gen::RecognisedViolableRules,
        .generate_violation = &gen::RecognisedViolation,
        .decode_refusal = &codec::RecognisedDecodeRefusal},
+      // Before gptq: both name layers P.qweight / P.qzeros / P.scales; an
+      // AWQ layer has no g_idx and not GPTQ's shape pair (docs/awq.md 2).
+      {.name = "awq",
+       .rule_prefixes = {"AWQ-"},
+       .summary = "AWQ GEMM / GEMV / GEMV_FAST with AutoAWQ or GPT-QModel configs (spec 004, docs/awq.md)",
+       .codec_read = &CodecAwq,
+       .codec_stream = &StreamAwq,
+       .codec_check = &CheckAwq,
+       .oracle_read = &OracleAwq,
+       .oracle_stream = &OracleStreamAwq,
+       .claims = &codec::ClaimsAwq,
+       .oracle_claims = &oracle::IsAwqFile,
+       .generate_valid = &gen::AwqValid,
+       .violable_rules = &gen::AwqViolableRules,
+       .generate_violation = &gen::AwqViolation,
+       .hosted_prefixes = {"CFG-"}},
       {.name = "gptq",
        .rule_prefixes = {"GPTQ-", "CFG-"},
        .summary = "GPTQ v1 / v2 continuous pack and planar GPTQ_P with quantize configs (specs 001, 004)",

@@ -333,7 +333,7 @@ const std::vector<const char*>& GroupSizeKeys() {
 }
 
 Resolved ResolveString(const Config& config, const std::vector<const char*>& keys,
-                       const char* canonical) {
+                       const char* canonical, const std::string& fallback) {
   Resolved resolved;
   for (const char* key : keys) {
     if (config.Get(key).present) {
@@ -343,9 +343,10 @@ Resolved ResolveString(const Config& config, const std::vector<const char*>& key
       return resolved;
     }
   }
-  // method and format default to gptq; the field is then the canonical name.
+  // method and format default to the reading family's (gptq and gptq, or
+  // awq and gemm: docs/awq.md section 3); the field is then the canonical name.
   resolved.key = canonical;
-  resolved.text = "gptq";
+  resolved.text = fallback;
   return resolved;
 }
 
@@ -376,12 +377,7 @@ bool ResolveSym(const Config& config, bool* present) {
   return false;
 }
 
-// What the layers need from the winning config.
-struct Settings {
-  std::string format;  // "gptq", "gptq_v2" or "gptq_p"
-  int bits = 0;
-  std::int64_t group_size = 0;  // -1 or >= 1
-};
+using Settings = QuantSettings;
 
 // C4, CFG-004 for one group: the first key (listed order) whose value
 // differs from the group's first present key. Empty when they agree.
@@ -405,24 +401,30 @@ std::string Quote(const std::string& text) { return "\"" + text + "\""; }
 
 // Steps C3..C11 on the winner configs[0] (C2 is the caller's). Returns
 // false at the first error.
-bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings* settings) {
+bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings* settings,
+                 const std::string& family) {
   const Config& w = configs[0];
   const std::string& file = w.name;
+  const bool awq = family == "awq";
+  const std::string default_method = awq ? "awq" : "gptq";
+  const std::string default_format = awq ? "gemm" : "gptq";
 
-  // C3 GPTQ-005: marlin is a different pack.
+  // C3 GPTQ-005: marlin is a different pack (GPTQ's step only; an AWQ
+  // reader meets a marlin label at C5, docs/awq.md section 3).
   for (const char* key : {"method", "quant_method", "format", "checkpoint_format"}) {
+    if (awq) break;
     if (w.Get(key).present && w.Get(key).text == "marlin") {
       return report.Error("GPTQ-005", file, "", key, kNoOffset,
                           std::string("the config says ") + key +
                               " \"marlin\", a different pack than GPTQ's");
     }
   }
-  if (w.Get("is_marlin_format").present && w.Get("is_marlin_format").boolean) {
+  if (!awq && w.Get("is_marlin_format").present && w.Get("is_marlin_format").boolean) {
     return report.Error("GPTQ-005", file, "", "is_marlin_format", kNoOffset,
                         "the config says is_marlin_format true, a different pack than GPTQ's");
   }
   // CFG-101: the hard-deprecated key, false.
-  if (w.Get("is_marlin_format").present) {
+  if (!awq && w.Get("is_marlin_format").present) {
     report.Warning("CFG-101", file, "", "is_marlin_format", kNoOffset,
                    "the config holds the deprecated key is_marlin_format (false)");
   }
@@ -448,16 +450,29 @@ bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings*
                    "sym and zero_point have the same value although zero_point means !sym");
   }
 
-  // C5 CFG-005: method gptq; format gptq, gptq_v2 or gptq_p.
-  const Resolved method = ResolveString(w, MethodKeys(), "method");
-  if (method.text != "gptq") {
+  // C5 CFG-005: method gptq; format gptq, gptq_v2 or gptq_p. An AWQ reader
+  // wants method awq and format gemm, gemv or gemv_fast (docs/awq.md
+  // section 3); a label of the other family names both.
+  const Resolved method = ResolveString(w, MethodKeys(), "method", default_method);
+  if (method.text != default_method) {
+    std::string both;
+    if (!awq && method.text == "awq") both = " (an AWQ label on a file of GPTQ layers)";
+    if (awq) both = " (the file's layers are AWQ layers)";
     return report.Error("CFG-005", file, "", method.key, kNoOffset,
-                        "the method " + Quote(method.text) + " is not gptq");
+                        "the method " + Quote(method.text) + " is not " + default_method + both);
   }
-  const Resolved format = ResolveString(w, FormatKeys(), "format");
-  if (format.text != "gptq" && format.text != "gptq_v2" && format.text != "gptq_p") {
+  const Resolved format = ResolveString(w, FormatKeys(), "format", default_format);
+  const bool format_known =
+      awq ? format.text == "gemm" || format.text == "gemv" || format.text == "gemv_fast"
+          : format.text == "gptq" || format.text == "gptq_v2" || format.text == "gptq_p";
+  if (!format_known) {
+    const bool awq_version =
+        format.text == "gemm" || format.text == "gemv" || format.text == "gemv_fast";
     return report.Error("CFG-005", file, "", format.key, kNoOffset,
-                        "the format " + Quote(format.text) + " is not gptq, gptq_v2 or gptq_p");
+                        "the format " + Quote(format.text) + " is not " +
+                            (awq ? "gemm, gemv or gemv_fast"
+                                 : std::string("gptq, gptq_v2 or gptq_p") +
+                                       (awq_version ? " (an AWQ version on a file of GPTQ layers)" : "")));
   }
 
   // C6 CFG-006: bits and group_size have no default.
@@ -478,21 +493,27 @@ bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings*
                             " is neither -1 nor a positive integer");
   }
 
-  // C8 GPTQ-001: bits allowed for the format.
+  // C8 GPTQ-001: bits allowed for the format; AWQ-001: AWQ codes are 4-bit.
   const std::int64_t b = bits.integer;
+  if (awq && b != 4) {
+    return report.Error("AWQ-001", file, "", bits.key, kNoOffset,
+                        "bits " + std::to_string(b) + " is not 4, the only AWQ code width read");
+  }
   const bool continuous_ok = b == 2 || b == 3 || b == 4 || b == 8;
   const bool planar_ok = b >= 2 && b <= 8;
-  if (format.text == "gptq_p" ? !planar_ok : !continuous_ok) {
+  if (!awq && (format.text == "gptq_p" ? !planar_ok : !continuous_ok)) {
     return report.Error("GPTQ-001", file, "", bits.key, kNoOffset,
                         "bits " + std::to_string(b) + " is not allowed for format " +
                             format.text +
                             (format.text == "gptq_p" ? " (2..8)" : " (2, 3, 4 or 8)"));
   }
 
-  // C9 CFG-008: the words are int32.
-  if (w.Get("pack_dtype").present && w.Get("pack_dtype").text != "int32") {
+  // C9 CFG-008: the words are int32; an AWQ reader also takes int16 (the
+  // qweight dtype says which: docs/awq.md section 3).
+  const std::string& pack = w.Get("pack_dtype").text;
+  if (w.Get("pack_dtype").present && pack != "int32" && !(awq && pack == "int16")) {
     return report.Error("CFG-008", file, "", "pack_dtype", kNoOffset,
-                        "pack_dtype " + Quote(w.Get("pack_dtype").text) + " is not int32");
+                        "pack_dtype " + Quote(pack) + " is not int32" + (awq ? " or int16" : ""));
   }
 
   // C10 CFG-009: per-module overrides are not supported.
@@ -505,8 +526,8 @@ bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings*
   // format (defaults applied), bits and group_size (when it gives them).
   for (std::size_t i = 1; i < configs.size(); ++i) {
     const Config& other = configs[i];
-    const Resolved other_method = ResolveString(other, MethodKeys(), "method");
-    const Resolved other_format = ResolveString(other, FormatKeys(), "format");
+    const Resolved other_method = ResolveString(other, MethodKeys(), "method", default_method);
+    const Resolved other_format = ResolveString(other, FormatKeys(), "format", default_format);
     const Resolved other_bits = ResolveInteger(other, BitsKeys());
     const Resolved other_group = ResolveInteger(other, GroupSizeKeys());
     const char* field = nullptr;
@@ -550,9 +571,12 @@ bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings*
     }
   }
 
+  settings->method = method.text;
   settings->format = format.text;
   settings->bits = static_cast<int>(b);
   settings->group_size = group_size.integer;
+  settings->sym = ResolveSym(w, &settings->sym_present);
+  settings->source = w.name;
   return true;
 }
 
@@ -575,18 +599,7 @@ bool IsQuantMember(const std::string& suffix) {
   return suffix == "qweight" || suffix == "qzeros" || suffix == "scales" || suffix == "g_idx";
 }
 
-struct Layer {
-  std::string prefix;
-  // Indexes into the table's tensors, -1 when absent.
-  int qweight = -1;
-  int qzeros = -1;
-  int scales = -1;
-  int g_idx = -1;
-  int bias = -1;
-  int weight = -1;
-  std::vector<int> siblings;  // unknown P+x, in table order
-  int anchor = -1;
-};
+using Layer = QuantLayer;
 
 // Every layer, in anchor order. The tensors are already sorted by (shard,
 // begin, end, name) (docs/model_dir.md 4: one file is one shard), so anchor
@@ -1031,11 +1044,10 @@ bool StreamLayerWeight(const LayerContext& ctx, const Layer& layer, const Geomet
 // ---------------------------------------------------------------------------
 // Section 9: StreamGptqTable, StreamGptqFile, ReadGptqFile.
 
-bool StreamGptqTable(const MergedTable& table, const std::string& file_name,
-                     const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
-                     qd::TensorSink& sink, std::vector<GptqLayerCodes>* layers) {
+bool CheckQuantConfigs(const std::string& family, const std::vector<qd::SideFile>& configs,
+                       const std::string& file_name, qd::Outcome* outcome,
+                       QuantSettings* settings) {
   Reporter report(outcome);
-
   // C1: every present source, in priority order.
   std::vector<Config> sources;
   for (const qd::SideFile& side : configs) {
@@ -1050,8 +1062,15 @@ bool StreamGptqTable(const MergedTable& table, const std::string& file_name,
                         "no quantize config was found for the file");
   }
   // C3..C11 on the winner.
+  return CheckWinner(sources, report, settings, family);
+}
+
+bool StreamGptqTable(const MergedTable& table, const std::string& file_name,
+                     const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
+                     qd::TensorSink& sink, std::vector<GptqLayerCodes>* layers) {
+  Reporter report(outcome);
   Settings settings;
-  if (!CheckWinner(sources, report, &settings)) return false;
+  if (!CheckQuantConfigs("gptq", configs, file_name, outcome, &settings)) return false;
 
   // L1..L10, layer by layer in anchor order.
   const std::vector<TableTensor>& tensors = table.tensors;
@@ -1262,5 +1281,9 @@ bool IsGptqFile(qd::ByteView file) {
 }
 
 bool HasGptqLayer(const MergedTable& table) { return !FindLayers(table.tensors).empty(); }
+
+std::vector<QuantLayer> FindQuantLayers(const std::vector<TableTensor>& tensors) {
+  return FindLayers(tensors);
+}
 
 }  // namespace qd::oracle

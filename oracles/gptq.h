@@ -66,6 +66,43 @@ bool HasGptqLayer(const MergedTable& table);
 // P+g_idx). Needs no config.
 bool IsGptqFile(qd::ByteView file);
 
+// ---- What the AWQ oracle (oracles/awq.cc) takes from this reader ----------
+
+// The winning config after docs/gptq.md section 3 C1..C11.
+struct QuantSettings {
+  std::string method;  // "gptq" or "awq"
+  std::string format;  // "gptq", "gptq_v2", "gptq_p"; AWQ: "gemm", "gemv", "gemv_fast"
+  int bits = 0;
+  std::int64_t group_size = 0;  // -1 or >= 1
+  bool sym_present = false;     // sym, else !zero_point, given
+  bool sym = false;
+  std::string source;  // the winning source's name
+};
+
+// Steps C1..C11 over the config sources as FAMILY ("gptq", or "awq" as
+// docs/awq.md section 3 adapts them) reads them. Findings are appended to
+// *outcome; the first error sets refused and returns false.
+bool CheckQuantConfigs(const std::string& family, const std::vector<qd::SideFile>& configs,
+                       const std::string& file_name, qd::Outcome* outcome,
+                       QuantSettings* settings);
+
+// docs/gptq.md section 2: the tensors of one prefix P that owns P+qweight,
+// P+qzeros, P+scales or P+g_idx. Indexes into the table's tensors, -1 when
+// absent.
+struct QuantLayer {
+  std::string prefix;  // with its trailing dot
+  int qweight = -1;
+  int qzeros = -1;
+  int scales = -1;
+  int g_idx = -1;
+  int bias = -1;
+  int weight = -1;
+  std::vector<int> siblings;  // unknown P+x, in table order
+  int anchor = -1;            // qweight, else the first of qzeros, scales, g_idx
+};
+// Every layer of a table in (shard, begin, end, name) order, in anchor order.
+std::vector<QuantLayer> FindQuantLayers(const std::vector<TableTensor>& tensors);
+
 // docs/gptq.md section 8, written from the page: pack codes [K][N] and zero
 // points [G][N] into qweight [K*bits/32][N] and qzeros [G][N*bits/32] words
 // for format "gptq", "gptq_v2" or "gptq_p". False with *error (a sentence

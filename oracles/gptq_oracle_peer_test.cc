@@ -58,6 +58,12 @@ using peer_test::LoadJson;
 using peer_test::ReadBytes;
 using peer_test::StringMember;
 using peer_test::View;
+using peer_test::RawTensor;
+using peer_test::ReadRawTensor;
+using peer_test::Words;
+using peer_test::Floats;
+using peer_test::FirstBitDifference;
+using peer_test::FirstDifference;
 
 const std::string kPeerDir = QD_GPTQ_PEER_DIR;
 const std::string kModelsDir = QD_MODELS_PEER_DIR;
@@ -146,70 +152,6 @@ std::string FormatOf(const PeerCase& peer) {
   if (peer.family == "gptq_v2") return "gptq_v2";
   if (peer.family == "gptq_p") return "gptq_p";
   return "gptq";
-}
-
-// ---------------------------------------------------------------------------
-// Safetensors files read with the oracle's own container reader.
-
-struct RawTensor {
-  std::string dtype;
-  std::vector<std::uint64_t> shape;
-  Bytes bytes;
-  std::int64_t data_offset = 0;  // absolute offset of the first data byte
-};
-
-bool ReadRawTensor(const Bytes& file, const std::string& name, RawTensor* out) {
-  qd::Outcome outcome;
-  Container container;
-  if (!CheckContainer(View(file), "peer", &outcome, &container)) return false;
-  for (const ContainerTensor& tensor : container.tensors) {
-    if (tensor.name != name) continue;
-    const std::uint8_t* begin = file.data() + container.data_start + tensor.begin;
-    out->dtype = tensor.dtype;
-    out->shape = tensor.shape;
-    out->bytes.assign(begin, begin + (tensor.end - tensor.begin));
-    out->data_offset = static_cast<std::int64_t>(container.data_start + tensor.begin);
-    return true;
-  }
-  return false;
-}
-
-std::vector<std::int32_t> Words(const RawTensor& tensor) {
-  std::vector<std::int32_t> words(tensor.bytes.size() / 4);
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    std::uint32_t value = 0;
-    for (int b = 3; b >= 0; --b) value = (value << 8) | tensor.bytes[4 * i + b];
-    words[i] = static_cast<std::int32_t>(value);
-  }
-  return words;
-}
-
-std::vector<float> Floats(const RawTensor& tensor) {
-  std::vector<float> values(tensor.bytes.size() / 4);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    std::uint32_t bits = 0;
-    for (int b = 3; b >= 0; --b) bits = (bits << 8) | tensor.bytes[4 * i + b];
-    std::memcpy(&values[i], &bits, sizeof bits);
-  }
-  return values;
-}
-
-// The first index whose bits differ, or -1 (sizes differing: 0).
-std::int64_t FirstBitDifference(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (Bits(a[i]) != Bits(b[i])) return static_cast<std::int64_t>(i);
-  }
-  return -1;
-}
-
-template <typename T>
-std::int64_t FirstDifference(const std::vector<T>& a, const std::vector<T>& b) {
-  if (a.size() != b.size()) return 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i]) return static_cast<std::int64_t>(i);
-  }
-  return -1;
 }
 
 qd::Outcome ReadCase(const PeerCase& peer, std::vector<GptqLayerCodes>* layers) {

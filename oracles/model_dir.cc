@@ -24,6 +24,7 @@
 #include "oracles/bnb.h"
 #include "oracles/bnb_pt_layers.h"
 #include "oracles/finding.h"
+#include "oracles/awq.h"
 #include "oracles/gptq.h"
 #include "oracles/json.h"
 #include "oracles/merged_table.h"
@@ -202,9 +203,13 @@ qd::Outcome StreamSingleFile(const qd::DirEntry& entry, const std::string& file_
     *format = "bnb";
     return StreamBnbFile(file, file_name, sink);
   }
-  if (IsRecognisedFile(file)) {  // before GPTQ: docs/recognised.md 2
+  if (IsRecognisedFile(file)) {  // before AWQ and GPTQ: docs/recognised.md 2
     *format = "recognised";
     return StreamRecognisedFile(file, file_name, configs, sink);
+  }
+  if (IsAwqFile(file)) {  // before GPTQ (docs/awq.md section 2)
+    *format = "awq";
+    return StreamAwqFile(file, file_name, configs, sink);
   }
   if (IsGptqFile(file)) {
     *format = "gptq";
@@ -524,9 +529,12 @@ void StreamMergedTable(const qd::ModelDirListing& listing, const std::vector<Sha
   const std::size_t first = outcome->findings.size();
   if (StreamBnbTable(BnbTableFromMerged(table), listing.dir, outcome, sink)) {
     *format = "bnb";
-  } else if (HasRecognisedLayer(table)) {  // before GPTQ: docs/recognised.md 2
+  } else if (HasRecognisedLayer(table)) {  // before AWQ and GPTQ: docs/recognised.md 2
     *format = "recognised";
     StreamRecognisedTable(table, listing.dir, configs, outcome, sink);
+  } else if (HasAwqLayer(table)) {
+    *format = "awq";
+    StreamAwqTable(table, listing.dir, configs, outcome, sink);
   } else if (HasGptqLayer(table)) {
     *format = "gptq";
     StreamGptqTable(table, listing.dir, configs, outcome, sink);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "oracles/json.h"
+#include "oracles/safetensors.h"
 #include "quantdiff/plain_data.h"
 
 namespace qd::oracle::peer_test {
@@ -101,6 +102,69 @@ inline std::string Describe(const qd::Outcome& outcome) {
          << " element=" << f.element << ": " << f.message;
   }
   return text.str();
+}
+
+// Safetensors files read with the oracle's own container reader.
+
+struct RawTensor {
+  std::string dtype;
+  std::vector<std::uint64_t> shape;
+  Bytes bytes;
+  std::int64_t data_offset = 0;  // absolute offset of the first data byte
+};
+
+inline bool ReadRawTensor(const Bytes& file, const std::string& name, RawTensor* out) {
+  qd::Outcome outcome;
+  Container container;
+  if (!CheckContainer(View(file), "peer", &outcome, &container)) return false;
+  for (const ContainerTensor& tensor : container.tensors) {
+    if (tensor.name != name) continue;
+    const std::uint8_t* begin = file.data() + container.data_start + tensor.begin;
+    out->dtype = tensor.dtype;
+    out->shape = tensor.shape;
+    out->bytes.assign(begin, begin + (tensor.end - tensor.begin));
+    out->data_offset = static_cast<std::int64_t>(container.data_start + tensor.begin);
+    return true;
+  }
+  return false;
+}
+
+inline std::vector<std::int32_t> Words(const RawTensor& tensor) {
+  std::vector<std::int32_t> words(tensor.bytes.size() / 4);
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    std::uint32_t value = 0;
+    for (int b = 3; b >= 0; --b) value = (value << 8) | tensor.bytes[4 * i + b];
+    words[i] = static_cast<std::int32_t>(value);
+  }
+  return words;
+}
+
+inline std::vector<float> Floats(const RawTensor& tensor) {
+  std::vector<float> values(tensor.bytes.size() / 4);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    std::uint32_t bits = 0;
+    for (int b = 3; b >= 0; --b) bits = (bits << 8) | tensor.bytes[4 * i + b];
+    std::memcpy(&values[i], &bits, sizeof bits);
+  }
+  return values;
+}
+
+// The first index whose bits differ, or -1 (sizes differing: 0).
+inline std::int64_t FirstBitDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (Bits(a[i]) != Bits(b[i])) return static_cast<std::int64_t>(i);
+  }
+  return -1;
+}
+
+template <typename T>
+std::int64_t FirstDifference(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return static_cast<std::int64_t>(i);
+  }
+  return -1;
 }
 
 }  // namespace qd::oracle::peer_test

@@ -28,6 +28,7 @@
 #include "harness/registry.h"
 #include "property_tests/gen/outcome_text.h"
 #include "property_tests/gen/rc_gen.h"
+#include "tests/safetensors_by_the_tests.h"
 
 namespace {
 
@@ -82,11 +83,31 @@ std::string Verdict(const qd::Outcome& o, const std::string& rule, bool is_warni
 // except that docs/pt.md 1.1 detects no torch file in PT-002's instances
 // with bytes before the archive or shorter than a ZIP signature (they are
 // read as plain safetensors; `--format pt` gives PT-002).
+// docs/awq.md section 2: a layer with P.qweight and P.scales of one and the
+// same rank-2 shape and no P.g_idx is an AWQ layer (GEMV's shapes can be
+// GPTQ's with K / 8 groups), so a GPTQ-101 file missing g_idx there is AWQ.
+// Read from the header by the tests' own parser.
+bool HasGidxLessEqualShapes(const std::vector<std::uint8_t>& file) {
+  const nlohmann::json header = qdtest::HeaderReadByTheTests(file);
+  if (!header.is_object()) return false;
+  for (const auto& [name, entry] : header.items()) {
+    const std::size_t dot = name.rfind(".qweight");
+    if (dot == std::string::npos || dot + 8 != name.size()) continue;
+    const std::string p = name.substr(0, dot + 1);
+    if (header.contains(p + "g_idx") || !header.contains(p + "scales")) continue;
+    const nlohmann::json& a = entry["shape"];
+    const nlohmann::json& b = header[p + "scales"]["shape"];
+    if (a.size() == 2 && a == b) return true;
+  }
+  return false;
+}
+
 std::string_view ExpectedFormat(const FormatEntry& f, const qd::harness::Generated& g) {
   const std::vector<std::uint8_t>& b = g.bytes;
   const bool zip_signature = b.size() >= 4 && b[0] == 'P' && b[1] == 'K' &&
                              ((b[2] == 3 && b[3] == 4) || (b[2] == 5 && b[3] == 6));
   if (f.name == "pt" && g.expected_rule == "PT-002" && !zip_signature) return "safetensors";
+  if (f.name == "gptq" && g.expected_rule == "GPTQ-101" && HasGidxLessEqualShapes(g.bytes)) return "awq";
   return f.name;
 }
 

@@ -660,6 +660,8 @@ std::vector<std::uint8_t> GptqRawInput(const std::vector<qd::SideFile>& sources,
   return out;
 }
 
+GptqCase GptqRawCase(const std::uint8_t* data, std::size_t size) { return RawCase(data, size); }
+
 GptqCase GptqCaseFromInput(const std::uint8_t* data, std::size_t size) {
   if (size < kGptqFileTailSize) return RawCase(data, size);
   const std::uint8_t* tail_bytes = data + size - kGptqFileTailSize;

@@ -181,6 +181,9 @@ struct GptqCase {
 
 // The file and config sources an input stands for (see the top of this header).
 GptqCase GptqCaseFromInput(const std::uint8_t* data, std::size_t size);
+// The raw layout alone, [u8 n][n x (u8 name, u16 length, bytes)][file], with
+// no tail (what awq_file_diff's raw inputs reuse).
+GptqCase GptqRawCase(const std::uint8_t* data, std::size_t size);
 
 }  // namespace qd::fuzz
 

@@ -5,7 +5,7 @@
 // writes OUTDIR/<target>/<rule-or-valid>-<sha1:8> for the targets
 // safetensors_header_diff, rbq_file_diff, rbq_roundtrip, rbq_matvec,
 // bnb_file_diff, bnb_roundtrip, gptq_file_diff, gptq_config_diff,
-// gptq_roundtrip, pt_file_diff, recognised_file_diff and model_dir_diff.
+// gptq_roundtrip, pt_file_diff, recognised_file_diff, model_dir_diff and awq_file_diff.
 // <rule-or-valid> is what the oracle makes of the seed (its error rule, else
 // its first warning, else "valid"); <sha1:8> is the first 8 hex digits of
 // the file's SHA-1 (fuzz/common/sha1.cc), as `sha1sum` prints them.
@@ -28,6 +28,7 @@
 #include "codecs/bnb.h"
 #include "codecs/float16.h"
 #include "codecs/rbq.h"
+#include "fuzz/common/awq_file_input.h"
 #include "fuzz/common/bnb_file_input.h"
 #include "fuzz/common/gptq_file_input.h"
 #include "fuzz/common/model_dir_input.h"
@@ -1137,6 +1138,32 @@ void RecognisedFileSeeds(SeedWriter& w) {
       qd::harness::Rng rng(seed);
       emit(recognised.generate_violation(rule, rng));
     }
+// ---- awq_file_diff: the AWQ generator's instances, raw and through the tail ----
+
+void AwqFileSeeds(SeedWriter& w) {
+  const qd::harness::FormatEntry& awq = *qd::harness::FindFormat("awq");
+  auto emit = [&](const Bytes& input, const std::string& meant) {
+    const qd::fuzz::AwqCase c = qd::fuzz::AwqCaseFromInput(input.data(), input.size());
+    const std::string verdict = Verdict(awq.oracle_read({c.file.data(), c.file.size()}, "seed", c.configs));
+    if (verdict != meant) std::printf("note: awq_file_diff seed meant %s, oracle says %s\n", meant.c_str(), verdict.c_str());
+    w.Write("awq_file_diff", verdict, input);
+  };
+  // Valid files through the tail (three seeds: the versions and config
+  // styles differ), then one instance of every rule.
+  for (std::uint32_t seed = 1; seed <= 3; ++seed) {
+    const auto tail = qd::fuzz::AwqTail(0, seed);
+    emit(Bytes(tail.begin(), tail.end()), "valid");
+  }
+  const std::vector<std::string> rules = awq.violable_rules();
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const auto tail = qd::fuzz::AwqTail(static_cast<std::uint8_t>(i + 1), 700 + static_cast<std::uint32_t>(i));
+    emit(Bytes(tail.begin(), tail.end()), rules[i]);
+  }
+  // Two raw instances: the generator's file and config as they are.
+  for (std::uint64_t seed = 11; seed <= 12; ++seed) {
+    qd::harness::Rng rng(seed);
+    const qd::harness::Generated g = awq.generate_valid(rng);
+    emit(qd::fuzz::AwqRawInput(g.side_files, g.bytes), "valid");
   }
 }
 
@@ -1171,6 +1198,7 @@ int main(int argc, char** argv) {
   PtFileSeeds(writer);
   RecognisedFileSeeds(writer);
   ModelDirSeeds(writer);
+  AwqFileSeeds(writer);
   writer.Summary();
   return 0;
 }

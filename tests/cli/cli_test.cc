@@ -1097,3 +1097,96 @@ TEST_F(CliTest, ConvertGptqReportsWhatTheTargetCannotHold) {
 }
 
 }  // namespace
+
+// One AWQ GEMM layer "layer.", K = 32, N = 8, group_size 32 (one group), built
+// from docs/awq.md section 4: every qweight word 0x76543210 (nibble i holds
+// column [0,2,4,6,1,3,5,7][i], so code(k, n) = [0,4,1,5,2,6,3,7][n]), the
+// qzeros word 0x33333333 (zero 3), scales F16 1.0 except column 1, -0.5.
+Bytes AwqGemmFile() {
+  Bytes data;
+  auto put32 = [&data](std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) data.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  };
+  for (int k = 0; k < 32; ++k) put32(0x76543210u);
+  put32(0x33333333u);
+  for (int n = 0; n < 8; ++n) {
+    const std::uint16_t half = n == 1 ? 0xB800 : 0x3C00;
+    data.push_back(static_cast<std::uint8_t>(half));
+    data.push_back(static_cast<std::uint8_t>(half >> 8));
+  }
+  return File(R"({"layer.qweight":{"dtype":"I32","shape":[32,1],"data_offsets":[0,128]},)"
+              R"("layer.qzeros":{"dtype":"I32","shape":[1,1],"data_offsets":[128,132]},)"
+              R"("layer.scales":{"dtype":"F16","shape":[1,8],"data_offsets":[132,148]}})",
+              data);
+}
+
+// out[n][k] = (code(n) - 3) * scale[n] (docs/awq.md section 6).
+void ExpectAwqWeights(const fs::path& out) {
+  const auto tensors = ReadF32File(out);
+  ASSERT_EQ(tensors.size(), 1u);
+  ASSERT_TRUE(tensors.count("layer.weight"));
+  const SafetensorsTensor& w = tensors.at("layer.weight");
+  EXPECT_EQ(w.shape, (std::vector<std::uint64_t>{8, 32}));
+  ASSERT_EQ(w.values.size(), 8u * 32u);
+  const int code[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+  for (int n = 0; n < 8; ++n) {
+    for (int k = 0; k < 32; ++k) {
+      const float want = static_cast<float>(code[n] - 3) * (n == 1 ? -0.5f : 1.0f);
+      EXPECT_EQ(w.values[static_cast<std::size_t>(n * 32 + k)], want) << "n " << n << " k " << k;
+    }
+  }
+}
+
+TEST_F(CliTest, CheckAndDecodeAwqWithAutoAwqAndGptqModelConfigs) {
+  struct Case {
+    const char* what;
+    const char* config_name;
+    std::string config;
+  };
+  const std::vector<Case> cases = {
+      {"AutoAWQ config.json quantization_config", "config.json",
+       R"({"model_type":"llama","quantization_config":{"bits":4,"group_size":32,)"
+       R"("modules_to_not_convert":null,"quant_method":"awq","version":"gemm","zero_point":true}})"},
+      {"GPT-QModel quantize_config.json", "quantize_config.json",
+       R"({"bits":4,"group_size":32,"desc_act":false,"method":"awq","quant_method":"awq",)"
+       R"("format":"gemm","checkpoint_format":"gemm","pack_dtype":"int32","zero_point":true,"version":"gemm"})"},
+      {"AutoAWQ legacy quant_config.json", "quant_config.json",
+       R"({"zero_point":true,"q_group_size":32,"w_bit":4,"version":"GEMM","modules_to_not_convert":null})"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    fs::remove_all(dir_ / "m");
+    fs::create_directories(dir_ / "m");
+    const fs::path in = Write("m/model.safetensors", AwqGemmFile());
+    Write(std::string("m/") + c.config_name, Text(c.config));
+    const Result check = Quantdiff({"check", in.string()});
+    EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+    EXPECT_EQ(check.out.find("CFG-005"), std::string::npos) << check.out;
+    // The directory as a model directory (docs/model_dir.md): its one weight
+    // file, read with the config beside it.
+    const Result dir_check = Quantdiff({"check", (dir_ / "m").string()});
+    EXPECT_EQ(dir_check.exit_code, 0) << dir_check.out << dir_check.err;
+    EXPECT_NE(dir_check.out.find("awq"), std::string::npos) << dir_check.out;
+    const fs::path out = dir_ / "out.safetensors";
+    const Result run = Quantdiff({"decode", in.string(), "--out", out.string()});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    ExpectAwqWeights(out);
+    const Result diff = Quantdiff({"diff", in.string()});
+    EXPECT_EQ(diff.exit_code, 0) << diff.out << diff.err;
+  }
+}
+
+// The other family's label on each file: CFG-005 (docs/awq.md section 2).
+TEST_F(CliTest, CheckNamesBothFamiliesWhenTheLabelIsTheOther) {
+  const fs::path awq = Write("awq.safetensors", AwqGemmFile());
+  Write("awq.quantize_config.json", Text(GptqConfig("gptq", 4)));
+  const Result a = Quantdiff({"check", awq.string()});
+  EXPECT_EQ(a.exit_code, 1) << a.out << a.err;
+  EXPECT_NE(a.out.find("CFG-005"), std::string::npos) << a.out;
+
+  const fs::path gptq = Write("gptq.safetensors", GptqFile(0x33333333u));
+  Write("gptq.quantize_config.json", Text(R"({"bits":4,"group_size":32,"quant_method":"awq","version":"gemm"})"));
+  const Result g = Quantdiff({"check", gptq.string()});
+  EXPECT_EQ(g.exit_code, 1) << g.out << g.err;
+  EXPECT_NE(g.out.find("CFG-005"), std::string::npos) << g.out;
+}

@@ -1,0 +1,243 @@
+// awq_pack.cc: where each AWQ code and zero lives (docs/awq.md section 4),
+// the dequantization kernel (section 6) and the encoder (section 8).
+// Built with -ffp-contract=off: section 6 is one multiply (and for GEMV_FAST
+// one add), never a fused multiply-add.
+#include <string>
+
+#include "codecs/awq.h"
+#include "codecs/float16.h"
+
+namespace qd::codec {
+namespace {
+
+// GEMM: nibble i of a word holds column 8c + [0, 2, 4, 6, 1, 3, 5, 7][i], so
+// column 8c + j is in nibble kNibbleOfColumn[j] (the inverse order).
+constexpr int kNibbleOfColumn[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+
+std::uint32_t U32At(const std::uint8_t* base, std::uint64_t i) {
+  const std::uint8_t* p = base + 4 * i;
+  return static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint32_t>(p[1]) << 8) |
+         (static_cast<std::uint32_t>(p[2]) << 16) | (static_cast<std::uint32_t>(p[3]) << 24);
+}
+
+std::uint16_t U16At(const std::uint8_t* base, std::uint64_t i) {
+  const std::uint8_t* p = base + 2 * i;
+  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
+}
+
+// Where GEMV_FAST keeps code (k, n): the I16 word index and the nibble.
+struct Slot {
+  std::uint64_t word;
+  int nibble;
+};
+Slot FastSlot(std::uint64_t k, std::uint64_t n, std::uint64_t K) {
+  // In-block shuffle: k's place p in its 32-block, from k % 32 = 8c + 2a + d.
+  const std::uint64_t in_block = k % 32;
+  const std::uint64_t c = in_block / 8, a = (in_block % 8) / 2, d = in_block % 2;
+  const std::uint64_t placed = (k / 32) * 32 + a * 8 + d * 4 + c;
+  // Interleave of four rows over 64-code chunks: t = (n % 4) * 64 + place.
+  const std::uint64_t t = (n % 4) * 64 + placed % 64;
+  return {(n / 4) * K + (placed / 64) * 64 + t / 4, static_cast<int>(t % 4)};
+}
+
+// code(k, n) of docs/awq.md section 4.
+std::int32_t CodeAt(const AwqLayerView& v, std::uint64_t k, std::uint64_t n) {
+  const std::uint64_t K = static_cast<std::uint64_t>(v.in_features);
+  const std::uint64_t N = static_cast<std::uint64_t>(v.out_features);
+  std::uint32_t word = 0;
+  switch (v.format) {
+    case AwqFormat::kGemm:
+      word = U32At(v.qweight, k * (N / 8) + n / 8) >> (4 * kNibbleOfColumn[n % 8]);
+      break;
+    case AwqFormat::kGemv:
+      word = U32At(v.qweight, n * (K / 8) + k / 8) >> (4 * (k % 8));
+      break;
+    case AwqFormat::kGemvFast: {
+      const Slot s = FastSlot(k, n, K);
+      word = static_cast<std::uint32_t>(U16At(v.qweight, s.word)) >> (4 * s.nibble);
+      break;
+    }
+  }
+  return static_cast<std::int32_t>(word & 0xFu);
+}
+
+float ScaleAt(const AwqLayerView& v, std::uint64_t i) {
+  switch (v.scales_dtype) {
+    case Dtype::kF32: {
+      const std::uint32_t bits = U32At(v.scales, i);
+      float f;
+      static_assert(sizeof f == sizeof bits);
+      __builtin_memcpy(&f, &bits, sizeof f);
+      return f;
+    }
+    case Dtype::kBF16: return BF16ToF32(U16At(v.scales, i));
+    default: return F16ToF32(U16At(v.scales, i));
+  }
+}
+
+}  // namespace
+
+std::int64_t AwqZerosWidth(std::int64_t in_features, std::int64_t group_size) {
+  std::int64_t multiplier = 0;
+  if (group_size >= 128) multiplier = 1;
+  if (group_size == 64) multiplier = 2;
+  if (group_size == 32) multiplier = 4;
+  if (multiplier == 0) return 0;
+  const std::int64_t base = (in_features / group_size + 7) / 8;
+  return (base + multiplier - 1) / multiplier * multiplier;
+}
+
+void AwqUnpack(const AwqLayerView& v, std::vector<std::int32_t>* codes,
+               std::vector<std::int32_t>* zeros) {
+  const std::uint64_t K = static_cast<std::uint64_t>(v.in_features);
+  const std::uint64_t N = static_cast<std::uint64_t>(v.out_features);
+  const std::uint64_t G = static_cast<std::uint64_t>(v.groups);
+  const std::uint64_t Z = static_cast<std::uint64_t>(v.zeros_width);
+  codes->assign(K * N, 0);
+  zeros->assign(v.format == AwqFormat::kGemvFast ? 0 : G * N, 0);
+  for (std::uint64_t k = 0; k < K; ++k) {
+    for (std::uint64_t n = 0; n < N; ++n) {
+      (*codes)[k * N + n] = CodeAt(v, k, n);
+    }
+  }
+  if (v.format == AwqFormat::kGemvFast) return;
+  for (std::uint64_t g = 0; g < G; ++g) {
+    for (std::uint64_t n = 0; n < N; ++n) {
+      const std::uint32_t word = v.format == AwqFormat::kGemm
+                                     ? U32At(v.qzeros, g * (N / 8) + n / 8) >> (4 * kNibbleOfColumn[n % 8])
+                                     : U32At(v.qzeros, n * Z + g / 8) >> (4 * (g % 8));
+      (*zeros)[g * N + n] = static_cast<std::int32_t>(word & 0xFu);
+    }
+  }
+}
+
+void AwqDequantizeRows(const AwqLayerView& v, std::int64_t n_begin, std::int64_t n_end,
+                       float* out) {
+  const std::uint64_t K = static_cast<std::uint64_t>(v.in_features);
+  const std::uint64_t N = static_cast<std::uint64_t>(v.out_features);
+  const std::uint64_t G = static_cast<std::uint64_t>(v.groups);
+  const std::uint64_t Z = static_cast<std::uint64_t>(v.zeros_width);
+  const std::uint64_t gs = static_cast<std::uint64_t>(v.group_size);
+  std::vector<float> scale(G), zero_term(G);  // per group of the row
+  std::vector<std::int32_t> zero(G);
+  for (std::int64_t row = n_begin; row < n_end; ++row) {
+    const std::uint64_t n = static_cast<std::uint64_t>(row);
+    for (std::uint64_t g = 0; g < G; ++g) {
+      switch (v.format) {
+        case AwqFormat::kGemm:
+          scale[g] = ScaleAt(v, g * N + n);
+          zero[g] = static_cast<std::int32_t>(
+              (U32At(v.qzeros, g * (N / 8) + n / 8) >> (4 * kNibbleOfColumn[n % 8])) & 0xFu);
+          break;
+        case AwqFormat::kGemv:
+          scale[g] = ScaleAt(v, n * 8 * Z + g);
+          zero[g] = static_cast<std::int32_t>((U32At(v.qzeros, n * Z + g / 8) >> (4 * (g % 8))) & 0xFu);
+          break;
+        case AwqFormat::kGemvFast:
+          scale[g] = F16ToF32(U16At(v.scales, g * N + n));
+          zero_term[g] = F16ToF32(U16At(v.qzeros, g * N + n));
+          break;
+      }
+    }
+    float* dst = out + (n - static_cast<std::uint64_t>(n_begin)) * K;
+    for (std::uint64_t k = 0; k < K; ++k) {
+      const std::uint64_t g = k / gs;
+      const std::int32_t c = CodeAt(v, k, n);
+      if (v.format == AwqFormat::kGemvFast) {
+        // fl32(fl32(c * s) + sz): the product is exact, one rounding on the add.
+        const float product = static_cast<float>(c) * scale[g];
+        dst[k] = product + zero_term[g];
+      } else {
+        dst[k] = static_cast<float>(c - zero[g]) * scale[g];
+      }
+    }
+  }
+}
+
+bool AwqEncode(AwqFormat format, std::int64_t in_features, std::int64_t out_features,
+               std::int64_t group_size, const std::vector<std::int32_t>& codes,
+               const std::vector<std::int32_t>& zeros, AwqPacked* out, std::string* error) {
+  const std::int64_t K = in_features, N = out_features;
+  const std::int64_t gs = group_size == -1 ? K : group_size;
+  const bool fast = format == AwqFormat::kGemvFast;
+  if (K < 0 || N < 0 || gs <= 0 || K % gs != 0) {
+    *error = "in_features must be a non-negative multiple of the group size";
+    return false;
+  }
+  const std::int64_t G = K / gs;
+  const std::int64_t Z = format == AwqFormat::kGemm ? 0 : AwqZerosWidth(K, gs);
+  if ((format != AwqFormat::kGemm && Z == 0 && G != 0) ||
+      (format == AwqFormat::kGemm && N % 8 != 0) || (format == AwqFormat::kGemv && K % 8 != 0) ||
+      (fast && (N % 4 != 0 || K % 64 != 0))) {
+    *error = "the shape does not fit format " + std::string(AwqFormatName(format));
+    return false;
+  }
+  if (codes.size() != static_cast<std::size_t>(K * N) ||
+      (!fast && zeros.size() != static_cast<std::size_t>(G * N))) {
+    *error = "codes must hold K * N values and zeros G * N";
+    return false;
+  }
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    if (codes[i] < 0 || codes[i] > 15) {
+      *error = "code (" + std::to_string(i / N) + ", " + std::to_string(i % N) + ") is outside 0..15";
+      return false;
+    }
+  }
+  for (std::size_t i = 0; i < (fast ? 0 : zeros.size()); ++i) {
+    if (zeros[i] < 0 || zeros[i] > 15) {
+      *error = "zero (" + std::to_string(i / N) + ", " + std::to_string(i % N) + ") is outside 0..15";
+      return false;
+    }
+  }
+  std::vector<std::uint32_t> qw, qz;
+  switch (format) {
+    case AwqFormat::kGemm:
+      out->qweight_shape = {K, N / 8};
+      out->qzeros_shape = {G, N / 8};
+      break;
+    case AwqFormat::kGemv:
+      out->qweight_shape = {N, K / 8};
+      out->qzeros_shape = {N, Z};
+      break;
+    case AwqFormat::kGemvFast:
+      out->qweight_shape = {N / 4, K};
+      out->qzeros_shape = {};
+      break;
+  }
+  qw.assign(static_cast<std::size_t>(out->qweight_shape[0] * out->qweight_shape[1]), 0);
+  if (!fast) qz.assign(static_cast<std::size_t>(out->qzeros_shape[0] * out->qzeros_shape[1]), 0);
+  for (std::int64_t k = 0; k < K; ++k) {
+    for (std::int64_t n = 0; n < N; ++n) {
+      const std::uint32_t v = static_cast<std::uint32_t>(codes[static_cast<std::size_t>(k * N + n)]);
+      switch (format) {
+        case AwqFormat::kGemm: qw[k * (N / 8) + n / 8] |= v << (4 * kNibbleOfColumn[n % 8]); break;
+        case AwqFormat::kGemv: qw[n * (K / 8) + k / 8] |= v << (4 * (k % 8)); break;
+        case AwqFormat::kGemvFast: {
+          const Slot s = FastSlot(static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(n),
+                                  static_cast<std::uint64_t>(K));
+          qw[s.word] |= v << (4 * s.nibble);
+          break;
+        }
+      }
+    }
+  }
+  for (std::int64_t g = 0; g < (fast ? 0 : G); ++g) {
+    for (std::int64_t n = 0; n < N; ++n) {
+      const std::uint32_t v = static_cast<std::uint32_t>(zeros[static_cast<std::size_t>(g * N + n)]);
+      if (format == AwqFormat::kGemm) {
+        qz[g * (N / 8) + n / 8] |= v << (4 * kNibbleOfColumn[n % 8]);
+      } else {
+        qz[n * Z + g / 8] |= v << (4 * (g % 8));
+      }
+    }
+  }
+  out->qweight.assign(qw.begin(), qw.end());
+  out->qzeros.assign(qz.begin(), qz.end());
+  // GEMV_FAST words are I16: the low 16 bits, sign-extended as int16 would be.
+  if (fast) {
+    for (std::int32_t& w : out->qweight) w = static_cast<std::int16_t>(static_cast<std::uint16_t>(w));
+  }
+  return true;
+}
+
+}  // namespace qd::codec

@@ -1,0 +1,157 @@
+// awq_properties.cc: properties of the AWQ packers and unpacker
+// (docs/awq.md sections 4 and 8), codec and oracle.
+//
+//  * For random layers of every version, the codec's encoder and the
+//    oracle's packer write the same words, and the codec's unpacker gives the
+//    codes and zeros back.
+//  * A lone non-zero code lands where section 4's formulas (written here
+//    again) put it: GEMM nibble i with [0,2,4,6,1,3,5,7][i] = n % 8; GEMV
+//    nibble k % 8 of word (n, k / 8); GEMV_FAST the shuffle, interleave and
+//    nibble of section 4.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codecs/awq.h"
+#include "codecs/safetensors.h"
+#include "harness/differ.h"
+#include "harness/registry.h"
+#include "oracles/awq.h"
+
+namespace {
+
+using qd::codec::AwqFormat;
+
+const char* const kVersions[] = {"gemm", "gemv", "gemv_fast"};
+const AwqFormat kFormats[] = {AwqFormat::kGemm, AwqFormat::kGemv, AwqFormat::kGemvFast};
+
+struct Layer {
+  int version = 0;
+  std::int64_t k = 0, n = 0, group_size = 0;
+  std::int64_t Groups() const { return group_size == -1 ? 1 : k / group_size; }
+};
+
+rc::Gen<Layer> Layers() {
+  return rc::gen::exec([] {
+    Layer l;
+    l.version = *rc::gen::inRange(0, 3);
+    l.group_size = *rc::gen::element<std::int64_t>(-1, 32, 64, 128);
+    const std::int64_t unit = l.group_size == -1 ? 64 : l.group_size;
+    l.k = unit * *rc::gen::inRange<std::int64_t>(1, 4);
+    if (l.version == 2 && l.k % 64 != 0) l.k *= 2;
+    l.n = l.version == 0 ? 8 * *rc::gen::inRange<std::int64_t>(1, 5)
+          : l.version == 2 ? 4 * *rc::gen::inRange<std::int64_t>(1, 9)
+                           : *rc::gen::inRange<std::int64_t>(1, 40);
+    return l;
+  });
+}
+
+qd::codec::AwqLayerView ViewOf(const Layer& l, const qd::codec::AwqPacked& p,
+                               std::vector<std::uint8_t>* qweight_bytes,
+                               std::vector<std::uint8_t>* qzeros_bytes) {
+  const int width = l.version == 2 ? 2 : 4;
+  for (const std::int32_t w : p.qweight) {
+    for (int b = 0; b < width; ++b) qweight_bytes->push_back(static_cast<std::uint8_t>(static_cast<std::uint32_t>(w) >> (8 * b)));
+  }
+  for (const std::int32_t w : p.qzeros) {
+    for (int b = 0; b < 4; ++b) qzeros_bytes->push_back(static_cast<std::uint8_t>(static_cast<std::uint32_t>(w) >> (8 * b)));
+  }
+  qd::codec::AwqLayerView v;
+  v.format = kFormats[l.version];
+  v.in_features = l.k;
+  v.out_features = l.n;
+  v.groups = l.Groups();
+  v.group_size = l.k / l.Groups();
+  v.zeros_width = l.version == 0 ? 0 : qd::codec::AwqZerosWidth(l.k, v.group_size);
+  v.qweight = qweight_bytes->data();
+  v.qzeros = qzeros_bytes->data();
+  return v;
+}
+
+RC_GTEST_PROP(AwqPack, CodecAndOracleWriteTheSameWordsAndUnpackGivesThemBack, ()) {
+  const Layer l = *Layers();
+  const std::vector<std::int32_t> codes =
+      *rc::gen::container<std::vector<std::int32_t>>(static_cast<std::size_t>(l.k * l.n), rc::gen::inRange(0, 16));
+  const std::vector<std::int32_t> zeros =
+      *rc::gen::container<std::vector<std::int32_t>>(static_cast<std::size_t>(l.Groups() * l.n), rc::gen::inRange(0, 16));
+  qd::codec::AwqPacked packed;
+  std::string error;
+  RC_ASSERT(qd::codec::AwqEncode(kFormats[l.version], l.k, l.n, l.group_size, codes, zeros, &packed, &error));
+  std::vector<std::int32_t> qweight, qzeros;
+  RC_ASSERT(qd::oracle::PackAwq(kVersions[l.version], l.k, l.n, l.group_size, codes, zeros, &qweight, &qzeros, &error));
+  RC_ASSERT(packed.qweight == qweight);
+  RC_ASSERT(packed.qzeros == qzeros);
+  std::vector<std::uint8_t> wb, zb;
+  std::vector<std::int32_t> got_codes, got_zeros;
+  qd::codec::AwqUnpack(ViewOf(l, packed, &wb, &zb), &got_codes, &got_zeros);
+  RC_ASSERT(got_codes == codes);
+  if (l.version != 2) RC_ASSERT(got_zeros == zeros);
+}
+
+// docs/awq.md section 4, written again: (word index, nibble) of code (k, n).
+std::pair<std::int64_t, int> Place(int version, std::int64_t k, std::int64_t n, std::int64_t K, std::int64_t N) {
+  if (version == 0) {
+    const int order[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+    int i = 0;
+    while (order[i] != n % 8) ++i;
+    return {k * (N / 8) + n / 8, i};
+  }
+  if (version == 1) return {n * (K / 8) + k / 8, static_cast<int>(k % 8)};
+  const std::int64_t r = k % 32, c = r / 8, a = (r % 8) / 2, d = r % 2;
+  const std::int64_t placed = 32 * (k / 32) + 8 * a + 4 * d + c;
+  const std::int64_t t = 64 * (n % 4) + placed % 64;
+  return {(n / 4) * K + 64 * (placed / 64) + t / 4, static_cast<int>(t % 4)};
+}
+
+RC_GTEST_PROP(AwqPack, ALoneCodeLandsWhereTheContractSays, ()) {
+  const Layer l = *Layers();
+  const std::int64_t k = *rc::gen::inRange<std::int64_t>(0, l.k);
+  const std::int64_t n = *rc::gen::inRange<std::int64_t>(0, l.n);
+  const std::int32_t value = *rc::gen::inRange(1, 16);
+  std::vector<std::int32_t> codes(static_cast<std::size_t>(l.k * l.n), 0);
+  codes[static_cast<std::size_t>(k * l.n + n)] = value;
+  const std::vector<std::int32_t> zeros(static_cast<std::size_t>(l.Groups() * l.n), 0);
+  qd::codec::AwqPacked packed;
+  std::string error;
+  RC_ASSERT(qd::codec::AwqEncode(kFormats[l.version], l.k, l.n, l.group_size, codes, zeros, &packed, &error));
+  const auto [word, nibble] = Place(l.version, k, n, l.k, l.n);
+  const std::uint32_t mask = l.version == 2 ? 0xFFFFu : 0xFFFFFFFFu;
+  for (std::size_t i = 0; i < packed.qweight.size(); ++i) {
+    const std::uint32_t w = static_cast<std::uint32_t>(packed.qweight[i]) & mask;
+    const std::uint32_t want = static_cast<std::int64_t>(i) == word ? static_cast<std::uint32_t>(value) << (4 * nibble) : 0u;
+    RC_ASSERT(w == want);
+  }
+}
+
+// A GEMV_FAST layer with no output row and 2^40 inputs holds no byte, yet
+// its scale and zero grids have 2^35 rows (8Z for G = 2^35 groups of 32):
+// both readers accept it at once and decode an empty [0, 2^40] weight,
+// without walking the empty grids (they skip an empty region whole).
+TEST(AwqEmptyLayer, HugeEmptyDimensionIsReadWithoutWalkingIt) {
+  const std::uint64_t k = std::uint64_t{1} << 40;
+  const std::uint64_t slots = 8 * static_cast<std::uint64_t>(qd::codec::AwqZerosWidth(static_cast<std::int64_t>(k), 32));
+  ASSERT_EQ(slots, k / 32);  // G = 2^35 is a multiple of 32: no padding slot
+  std::vector<qd::codec::TensorWithBytes> tensors = {
+      {{"layer.qweight", "I16", {0, k}, 0}, {}},
+      {{"layer.qzeros", "F16", {slots, 0}, 0}, {}},
+      {{"layer.scales", "F16", {slots, 0}, 0}, {}},
+  };
+  const std::vector<std::uint8_t> file = qd::codec::SerializeSafetensors(tensors, nullptr);
+  const std::string config = R"({"bits":4,"group_size":32,"quant_method":"awq","version":"gemv_fast"})";
+  const std::vector<qd::SideFile> configs = {{"quantize_config.json", {config.begin(), config.end()}}};
+  const qd::ByteView view{file.data(), file.size()};
+  const qd::harness::FormatEntry& awq = *qd::harness::FindFormat("awq");
+  EXPECT_EQ(qd::harness::DetectFormat(view).name, "awq");
+  const qd::Outcome codec = awq.codec_read(view, "empty.safetensors", configs);
+  const qd::Outcome oracle = awq.oracle_read(view, "empty.safetensors", configs);
+  ASSERT_FALSE(codec.refused);
+  EXPECT_FALSE(qd::harness::Compare(codec, oracle, "awq").has_value());
+  ASSERT_EQ(codec.tensors.size(), 1u);
+  EXPECT_EQ(codec.tensors[0].shape, (std::vector<std::uint64_t>{0, k}));
+}
+
+}  // namespace
