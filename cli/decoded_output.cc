@@ -170,11 +170,11 @@ int VerifyWrittenAsCheckWould(const std::string& temporary, const std::string& t
   }
   const qd::ByteView bytes = written.View();
   if (container_note != nullptr && beside.empty()) {
-    // A format whose readers need a quantize config (it owns the CFG rules)
-    // and none beside TARGET: the caller's input was never read as that
+    // A format whose readers need a quantize config (its files can break
+    // the CFG rules: GPTQ owns them, AWQ runs them too) and none beside TARGET: the caller's input was never read as that
     // format (docs/pt.md 6.4), so the container is what it vouches for.
     const qd::harness::FormatEntry& detected = qd::harness::DetectFormat(bytes);
-    if (detected.OwnsRule("CFG-003")) {
+    if (detected.ReachesRule("CFG-003")) {
       const qd::harness::FormatEntry& container = *qd::harness::FindFormat("safetensors");
       const std::optional<qd::Outcome> outcome =
           CheckVerbOutcome(bytes, target, beside, &container, nullptr, error);

@@ -1138,6 +1138,9 @@ void RecognisedFileSeeds(SeedWriter& w) {
       qd::harness::Rng rng(seed);
       emit(recognised.generate_violation(rule, rng));
     }
+  }
+}
+
 // ---- awq_file_diff: the AWQ generator's instances, raw and through the tail ----
 
 void AwqFileSeeds(SeedWriter& w) {

@@ -261,8 +261,10 @@ TEST_F(ConvertPt, GptqNamesCheckedAsCheckWouldRead) {
   p.str("l.qweight").tensor("0", "IntStorage", 4, 0, {1, 4}, {4, 1});
   p.str("l.qzeros").tensor("0", "IntStorage", 4, 0, {1, 1}, {1, 1});
   p.str("l.scales").tensor("1", "HalfStorage", 4, 0, {1, 4}, {4, 1});
+  p.str("l.g_idx").tensor("2", "IntStorage", 8, 0, {8}, {1});  // GPTQ, not AWQ (docs/awq.md 2)
   p.op('u').stop();
-  const Bytes pt = Archive(p.b, {{"0", Bytes(16, 0x11)}, {"1", Bytes(8, 0x3c)}}).bytes;
+  const Bytes pt =
+      Archive(p.b, {{"0", Bytes(16, 0x11)}, {"1", Bytes(8, 0x3c)}, {"2", Bytes(32, 0)}}).bytes;
   const qd::hostile::RunResult without = Convert(pt);
   ASSERT_EQ(without.exit_code, 0) << without.err;
   EXPECT_NE(without.err.find("note:"), std::string::npos) << without.err;
@@ -273,6 +275,23 @@ TEST_F(ConvertPt, GptqNamesCheckedAsCheckWouldRead) {
   EXPECT_EQ(with.exit_code, 1) << with.err;
   EXPECT_NE(with.err.find("would be refused by `quantdiff check`"), std::string::npos) << with.err;
   EXPECT_FALSE(fs::exists(Out()));
+}
+
+// The same layer without g_idx is an AWQ layer (docs/awq.md 2), whose
+// reader runs the CFG steps too: with no config beside OUT, the same note.
+TEST_F(ConvertPt, AwqNamesCheckedAsCheckWouldRead) {
+  Pk p;
+  p.proto().dict().mark();
+  p.str("l.qweight").tensor("0", "IntStorage", 4, 0, {1, 4}, {4, 1});
+  p.str("l.qzeros").tensor("0", "IntStorage", 4, 0, {1, 1}, {1, 1});
+  p.str("l.scales").tensor("1", "HalfStorage", 4, 0, {1, 4}, {4, 1});
+  p.op('u').stop();
+  const qd::hostile::RunResult r =
+      Convert(Archive(p.b, {{"0", Bytes(16, 0x11)}, {"1", Bytes(8, 0x3c)}}).bytes);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("note: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("read as awq"), std::string::npos) << r.err;
+  EXPECT_EQ(Run({"check", Out().string()}).exit_code, 1);  // CFG-003: no config
 }
 
 TEST_F(ConvertPt, OutputIsTheInputRefused) {
