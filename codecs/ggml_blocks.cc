@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "codecs/float16.h"
+#include "codecs/ggml_blocks_kernels.h"
 
 namespace qd::codec {
 namespace {
@@ -38,7 +39,6 @@ constexpr std::array<std::int8_t, 16> kIq4NlValues = {-127, -104, -83, -65, -49,
 constexpr std::array<float, 16> kFp4Doubled = {0.0f,  1.0f,  2.0f,  3.0f,  4.0f,  6.0f,  8.0f,  12.0f,
                                                -0.0f, -1.0f, -2.0f, -3.0f, -4.0f, -6.0f, -8.0f, -12.0f};
 
-float HalfAt(const std::uint8_t* p) { return F16ToF32(static_cast<std::uint16_t>(p[0] | (p[1] << 8))); }
 
 std::uint32_t U32At(const std::uint8_t* p) {
   return static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint32_t>(p[1]) << 8) |
@@ -54,7 +54,7 @@ float E8M0HalfToF32(std::uint8_t e) {
 }
 
 void DecodeQ4_0(const std::uint8_t* b, float* y) {
-  const float d = HalfAt(b);
+  const float d = GgmlHalfAt(b);
   for (int j = 0; j < 16; ++j) {
     y[j] = static_cast<float>((b[2 + j] & 0x0F) - 8) * d;
     y[j + 16] = static_cast<float>((b[2 + j] >> 4) - 8) * d;
@@ -62,8 +62,8 @@ void DecodeQ4_0(const std::uint8_t* b, float* y) {
 }
 
 void DecodeQ4_1(const std::uint8_t* b, float* y) {
-  const float d = HalfAt(b);
-  const float m = HalfAt(b + 2);
+  const float d = GgmlHalfAt(b);
+  const float m = GgmlHalfAt(b + 2);
   for (int j = 0; j < 16; ++j) {
     y[j] = static_cast<float>(b[4 + j] & 0x0F) * d + m;
     y[j + 16] = static_cast<float>(b[4 + j] >> 4) * d + m;
@@ -71,7 +71,7 @@ void DecodeQ4_1(const std::uint8_t* b, float* y) {
 }
 
 void DecodeQ5_0(const std::uint8_t* b, float* y) {
-  const float d = HalfAt(b);
+  const float d = GgmlHalfAt(b);
   const std::uint32_t qh = U32At(b + 2);
   for (int j = 0; j < 16; ++j) {
     const int lo = static_cast<int>((b[6 + j] & 0x0F) | (((qh >> j) & 1u) << 4));
@@ -82,8 +82,8 @@ void DecodeQ5_0(const std::uint8_t* b, float* y) {
 }
 
 void DecodeQ5_1(const std::uint8_t* b, float* y) {
-  const float d = HalfAt(b);
-  const float m = HalfAt(b + 2);
+  const float d = GgmlHalfAt(b);
+  const float m = GgmlHalfAt(b + 2);
   const std::uint32_t qh = U32At(b + 4);
   for (int j = 0; j < 16; ++j) {
     const unsigned lo = (b[8 + j] & 0x0Fu) | (((qh >> j) & 1u) << 4);
@@ -94,15 +94,15 @@ void DecodeQ5_1(const std::uint8_t* b, float* y) {
 }
 
 void DecodeQ8_0(const std::uint8_t* b, float* y) {
-  const float d = HalfAt(b);
+  const float d = GgmlHalfAt(b);
   for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(static_cast<std::int8_t>(b[2 + j])) * d;
 }
 
 void DecodeQ2_K(const std::uint8_t* b, float* y) {
   const std::uint8_t* scales = b;
   const std::uint8_t* qs = b + 16;
-  const float d = HalfAt(b + 80);
-  const float dmin = HalfAt(b + 82);
+  const float d = GgmlHalfAt(b + 80);
+  const float dmin = GgmlHalfAt(b + 82);
   // Section 3.6: sub-block s (16 weights) uses scales[s]; its weights are
   // 2-bit fields of qs[32*(s/8) + 16*(s%2) + l] at bit 2*((s%8)/2).
   for (int s = 0; s < 16; ++s) {
@@ -118,7 +118,7 @@ void DecodeQ3_K(const std::uint8_t* b, float* y) {
   const std::uint8_t* hmask = b;
   const std::uint8_t* qs = b + 32;
   const std::uint8_t* sc = b + 96;
-  const float d = HalfAt(b + 108);
+  const float d = GgmlHalfAt(b + 108);
   for (int s = 0; s < 16; ++s) {
     // Section 3.7: 6-bit scale, low nibble from sc[s % 8] (high half for
     // s >= 8), top two bits from sc[8 + s % 4] at bit 2*(s/4); bias 32.
@@ -139,30 +139,14 @@ void DecodeQ3_K(const std::uint8_t* b, float* y) {
   }
 }
 
-// Section 3.8: the 12-byte packing of eight 6-bit scales and eight 6-bit
-// mins shared by q4_K and q5_K.
-void ScaleMinK4(const std::uint8_t* p, int j, int* scale, int* min) {
-  if (j < 4) {
-    *scale = p[j] & 63;
-    *min = p[j + 4] & 63;
-  } else {
-    *scale = (p[j + 4] & 0x0F) | ((p[j - 4] >> 6) << 4);
-    *min = (p[j + 4] >> 4) | ((p[j] >> 6) << 4);
-  }
-}
-
 // q4_K and q5_K (sections 3.8, 3.9): eight sub-blocks of 32 with a 6-bit
 // scale and min each; q5_K adds a fifth bit per weight from qh (bit s of
 // qh[l] for weight l of sub-block s). qh is null for q4_K.
 void DecodeScaleMinK(const std::uint8_t* b, const std::uint8_t* qh, const std::uint8_t* qs, float* y) {
-  const float d = HalfAt(b);
-  const float dmin = HalfAt(b + 2);
   for (int s = 0; s < 8; ++s) {
-    int scale = 0;
-    int min = 0;
-    ScaleMinK4(b + 4, s, &scale, &min);
-    const float dl = d * static_cast<float>(scale);
-    const float ml = dmin * static_cast<float>(min);
+    float dl = 0.0f;
+    float ml = 0.0f;
+    GgmlSubBlockScaleMin(b, s, &dl, &ml);
     const std::uint8_t* q = qs + 32 * (s / 2);
     const int shift = 4 * (s % 2);
     for (int l = 0; l < 32; ++l) {
@@ -180,7 +164,7 @@ void DecodeQ6_K(const std::uint8_t* b, float* y) {
   const std::uint8_t* ql = b;
   const std::uint8_t* qh = b + 128;
   const std::uint8_t* sc = b + 192;
-  const float d = HalfAt(b + 208);
+  const float d = GgmlHalfAt(b + 208);
   // Section 3.10: weight i = 128*h + 32*quarter + l.
   for (int h = 0; h < 2; ++h) {
     for (int quarter = 0; quarter < 4; ++quarter) {
@@ -197,7 +181,7 @@ void DecodeQ6_K(const std::uint8_t* b, float* y) {
 }
 
 void DecodeIq4Nl(const std::uint8_t* b, float* y) {
-  const float d = HalfAt(b);
+  const float d = GgmlHalfAt(b);
   for (int j = 0; j < 16; ++j) {
     y[j] = d * static_cast<float>(kIq4NlValues[b[2 + j] & 0x0F]);
     y[j + 16] = d * static_cast<float>(kIq4NlValues[b[2 + j] >> 4]);
@@ -354,7 +338,9 @@ const GgmlTypeInfo* FindGgmlType(std::string_view name) {
 const GgmlTypeInfo& GgmlInfo(GgmlType type) { return kTypes[static_cast<std::size_t>(type)]; }
 
 void GgmlDecode(GgmlType type, const std::uint8_t* blocks, std::size_t block_count, float* out, Kernel kernel) {
-  (void)kernel;  // every kernel runs the scalar decoders until SIMD ones land
+  // AVX2 decoders exist for q4_0, q8_0, q4_K and q6_K; every other type, and
+  // every type on the scalar kernel, runs the scalar decoder (the truth).
+  if (HasAvx2Code(kernel) && GgmlDecodeAvx2(type, blocks, block_count, out)) return;
   const GgmlTypeInfo& info = GgmlInfo(type);
   const BlockDecoder decode = kDecoders[static_cast<std::size_t>(type)];
   for (std::size_t i = 0; i < block_count; ++i) {
