@@ -31,28 +31,6 @@ constexpr std::array<GgmlTypeInfo, 12> kTypes = {{
     {GgmlType::kMxfp4, "mxfp4", 39, 32, 17, false},
 }};
 
-// Section 3.11: the IQ4_NL code book and section 3.12's FP4 (E2M1) values
-// doubled, so that with half the E8M0 scale every product is exact. Code 8
-// is -0 (OCP; ggml's table has +0 there: section 5).
-constexpr std::array<std::int8_t, 16> kIq4NlValues = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                                       1,    13,   25,  38,  53,  69,  89,  113};
-constexpr std::array<float, 16> kFp4Doubled = {0.0f,  1.0f,  2.0f,  3.0f,  4.0f,  6.0f,  8.0f,  12.0f,
-                                               -0.0f, -1.0f, -2.0f, -3.0f, -4.0f, -6.0f, -8.0f, -12.0f};
-
-
-std::uint32_t U32At(const std::uint8_t* p) {
-  return static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint32_t>(p[1]) << 8) |
-         (static_cast<std::uint32_t>(p[2]) << 16) | (static_cast<std::uint32_t>(p[3]) << 24);
-}
-
-// Section 2.2: E8M0 exponent byte e is 2^(e-127); 0xFF is NaN (OCP MX 1.0).
-// Half of it, as the doubled FP4 values need; exact for every e < 0xFF.
-float E8M0HalfToF32(std::uint8_t e) {
-  if (e == 0xFF) return std::numeric_limits<float>::quiet_NaN();
-  const std::uint32_t bits = e < 2 ? (0x00200000u << e) : (static_cast<std::uint32_t>(e - 1) << 23);
-  return std::bit_cast<float>(bits);
-}
-
 void DecodeQ4_0(const std::uint8_t* b, float* y) {
   const float d = GgmlHalfAt(b);
   for (int j = 0; j < 16; ++j) {
@@ -72,7 +50,7 @@ void DecodeQ4_1(const std::uint8_t* b, float* y) {
 
 void DecodeQ5_0(const std::uint8_t* b, float* y) {
   const float d = GgmlHalfAt(b);
-  const std::uint32_t qh = U32At(b + 2);
+  const std::uint32_t qh = GgmlU32At(b + 2);
   for (int j = 0; j < 16; ++j) {
     const int lo = static_cast<int>((b[6 + j] & 0x0F) | (((qh >> j) & 1u) << 4));
     const int hi = static_cast<int>((b[6 + j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
@@ -84,7 +62,7 @@ void DecodeQ5_0(const std::uint8_t* b, float* y) {
 void DecodeQ5_1(const std::uint8_t* b, float* y) {
   const float d = GgmlHalfAt(b);
   const float m = GgmlHalfAt(b + 2);
-  const std::uint32_t qh = U32At(b + 4);
+  const std::uint32_t qh = GgmlU32At(b + 4);
   for (int j = 0; j < 16; ++j) {
     const unsigned lo = (b[8 + j] & 0x0Fu) | (((qh >> j) & 1u) << 4);
     const unsigned hi = (b[8 + j] >> 4) | (((qh >> (j + 16)) & 1u) << 4);
@@ -183,16 +161,16 @@ void DecodeQ6_K(const std::uint8_t* b, float* y) {
 void DecodeIq4Nl(const std::uint8_t* b, float* y) {
   const float d = GgmlHalfAt(b);
   for (int j = 0; j < 16; ++j) {
-    y[j] = d * static_cast<float>(kIq4NlValues[b[2 + j] & 0x0F]);
-    y[j + 16] = d * static_cast<float>(kIq4NlValues[b[2 + j] >> 4]);
+    y[j] = d * static_cast<float>(kGgmlIq4NlValues[b[2 + j] & 0x0F]);
+    y[j + 16] = d * static_cast<float>(kGgmlIq4NlValues[b[2 + j] >> 4]);
   }
 }
 
 void DecodeMxfp4(const std::uint8_t* b, float* y) {
-  const float d = E8M0HalfToF32(b[0]);
+  const float d = GgmlE8M0HalfToF32(b[0]);
   for (int j = 0; j < 16; ++j) {
-    y[j] = kFp4Doubled[b[1 + j] & 0x0F] * d;
-    y[j + 16] = kFp4Doubled[b[1 + j] >> 4] * d;
+    y[j] = kGgmlFp4Doubled[b[1 + j] & 0x0F] * d;
+    y[j + 16] = kGgmlFp4Doubled[b[1 + j] >> 4] * d;
   }
 }
 
@@ -338,8 +316,8 @@ const GgmlTypeInfo* FindGgmlType(std::string_view name) {
 const GgmlTypeInfo& GgmlInfo(GgmlType type) { return kTypes[static_cast<std::size_t>(type)]; }
 
 void GgmlDecode(GgmlType type, const std::uint8_t* blocks, std::size_t block_count, float* out, Kernel kernel) {
-  // AVX2 decoders exist for q4_0, q8_0, q4_K and q6_K; every other type, and
-  // every type on the scalar kernel, runs the scalar decoder (the truth).
+  // The scalar kernel (and a build without AVX2 code) runs the scalar
+  // decoders, the truth the AVX2 ones are tested against.
   if (HasAvx2Code(kernel) && GgmlDecodeAvx2(type, blocks, block_count, out)) return;
   const GgmlTypeInfo& info = GgmlInfo(type);
   const BlockDecoder decode = kDecoders[static_cast<std::size_t>(type)];
