@@ -53,6 +53,13 @@ void GgmlDecode(GgmlType type, const std::uint8_t* blocks, std::size_t block_cou
 // the contract (ggml's own result is undefined there) but never crash.
 bool GgmlEncode(GgmlType type, const float* in, std::size_t block_count, std::uint8_t* blocks);
 
+// Encodes `block_count` blocks of q2_K, q3_K, q4_K, q5_K, q6_K or iq4_nl
+// (finite inputs) with covering round-to-nearest grids, every weight within
+// section 4.5's bound of its input. Not ggml's bytes (its quantizers search;
+// section 4.5 says why quantdiff does not chase them). False, writing
+// nothing, for any other type.
+bool GgmlEncodeWithinBound(GgmlType type, const float* in, std::size_t block_count, std::uint8_t* blocks);
+
 }  // namespace qd::codec
 
 #endif  // QUANTDIFF_CODECS_GGML_BLOCKS_H_
