@@ -9,7 +9,9 @@
 //   selector & 0x80    encode: the values are binary32 inputs (4 bytes
 //                      each, little endian; non-finite ones become 0, as
 //                      section 4 covers finite inputs only), encoded by the
-//                      legacy encoder of a legacy type (else decode mode)
+//                      legacy encoder of a legacy type, by
+//                      GgmlEncodeWithinBound for a K-quant or iq4_nl (mxfp4
+//                      has no encoder: decode mode)
 //   otherwise          decode: the values are whole blocks of the type
 //   at most 64 blocks; a trailing partial block is ignored.
 //
@@ -18,7 +20,8 @@
 //             matching any NaN (section 1.3);
 //   ggml      ggml's dequantize_row_<type> gives the same, except where
 //             section 5 says it differs (mxfp4: E8M0 byte 0xFF, code 8);
-//   encode    ggml's quantize_row_<type>_ref writes the encoder's bytes.
+//   encode    ggml's quantize_row_<type>_ref writes the legacy encoders'
+//             bytes (the other encoders' blocks go through decode and ggml).
 #include <bit>
 #include <cmath>
 #include <cstddef>
@@ -119,6 +122,10 @@ void CheckEncoder(const qd::codec::GgmlTypeInfo& info, const std::uint8_t* data,
     x[i] = std::isfinite(v) ? v : 0.0f;
   }
   std::vector<std::uint8_t> blocks(count * static_cast<std::size_t>(info.bytes));
+  if (!info.legacy_encoder) {
+    if (qd::codec::GgmlEncodeWithinBound(info.type, x.data(), count, blocks.data())) CheckDecoders(info, blocks);
+    return;
+  }
   if (!qd::codec::GgmlEncode(info.type, x.data(), count, blocks.data())) return;
   CheckDecoders(info, blocks);
   const qd::ggml::Library* ggml = Ggml();
@@ -143,7 +150,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0) return 0;
   const auto types = qd::codec::GgmlTypes();
   const qd::codec::GgmlTypeInfo& info = types[data[0] % types.size()];
-  if ((data[0] & 0x80) != 0 && info.legacy_encoder) {
+  if ((data[0] & 0x80) != 0 && info.type != qd::codec::GgmlType::kMxfp4) {
     CheckEncoder(info, data + 1, size - 1);
     return 0;
   }

@@ -1084,8 +1084,8 @@ void PtFileSeeds(SeedWriter& w) {
 
 // Per type: a zero block, a patterned block with scale 1.0, and blocks whose
 // scale halves are a subnormal, +infinity and a signalling NaN (mxfp4: the
-// E8M0 bytes 0, 127 and 0xFF); per legacy type also an encode seed (a ramp
-// with a tie and a sign change). Labels: decode-<type>-<what>, encode-<type>.
+// E8M0 bytes 0, 127 and 0xFF); per type with an encoder also an encode seed
+// (two blocks of a ramp with a tie and a sign change). Labels: decode-<type>-<what>, encode-<type>.
 void GgmlBlocksSeeds(SeedWriter& w) {
   const auto types = qd::codec::GgmlTypes();
   for (std::size_t t = 0; t < types.size(); ++t) {
@@ -1117,9 +1117,9 @@ void GgmlBlocksSeeds(SeedWriter& w) {
       }
       w.Write("ggml_blocks_diff", "decode-" + name + "-" + scale.what, b);
     }
-    if (!info.legacy_encoder) continue;
+    if (info.type == qd::codec::GgmlType::kMxfp4) continue;  // no encoder
     Bytes e = {static_cast<std::uint8_t>(t | 0x80)};
-    for (int j = 0; j < 64; ++j) PutF32(&e, static_cast<float>(j - 21) * 0.25f);
+    for (int j = 0; j < 2 * info.values; ++j) PutF32(&e, static_cast<float>(j % 64 - 21) * 0.25f);
     w.Write("ggml_blocks_diff", "encode-" + name, e);
   }
 }
