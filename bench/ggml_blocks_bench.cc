@@ -15,7 +15,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -74,14 +73,7 @@ void Decode(benchmark::State& state, GgmlType type, Kernel kernel) {
   state.SetBytesProcessed(state.iterations() * kRows * kCols * 4);
 }
 
-const qd::ggml::Library* Ggml() {
-  static const std::unique_ptr<qd::ggml::Library> library = [] {
-    std::string error;
-    auto opened = qd::ggml::Library::Open(qd::ggml::DefaultLibraryPath(), &error);
-    return opened ? std::make_unique<qd::ggml::Library>(std::move(*opened)) : nullptr;
-  }();
-  return library.get();
-}
+const qd::ggml::Library* Ggml() { return qd::ggml::SharedDefaultLibrary(); }
 
 void GgmlDecodeRows(benchmark::State& state, GgmlType type) {
   const std::vector<std::uint8_t>& bytes = Blocks(type);

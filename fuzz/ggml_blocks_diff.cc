@@ -27,7 +27,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,14 +43,7 @@ using qd::fuzz::Diverge;
 
 constexpr std::size_t kMaxBlocks = 64;
 
-const qd::ggml::Library* Ggml() {
-  static const std::unique_ptr<qd::ggml::Library> library = [] {
-    std::string error;
-    auto opened = qd::ggml::Library::Open(qd::ggml::DefaultLibraryPath(), &error);
-    return opened ? std::make_unique<qd::ggml::Library>(std::move(*opened)) : nullptr;
-  }();
-  return library.get();
-}
+const qd::ggml::Library* Ggml() { return qd::ggml::SharedDefaultLibrary(); }
 
 bool Same(float a, float b) {
   return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b) || (std::isnan(a) && std::isnan(b));
