@@ -5,7 +5,8 @@
 // writes OUTDIR/<target>/<rule-or-valid>-<sha1:8> for the targets
 // safetensors_header_diff, rbq_file_diff, rbq_roundtrip, rbq_matvec,
 // bnb_file_diff, bnb_roundtrip, gptq_file_diff, gptq_config_diff,
-// gptq_roundtrip, pt_file_diff, recognised_file_diff, model_dir_diff and awq_file_diff.
+// gptq_roundtrip, pt_file_diff, recognised_file_diff, model_dir_diff, awq_file_diff
+// and ggml_blocks_diff.
 // <rule-or-valid> is what the oracle makes of the seed (its error rule, else
 // its first warning, else "valid"); <sha1:8> is the first 8 hex digits of
 // the file's SHA-1 (fuzz/common/sha1.cc), as `sha1sum` prints them.
@@ -27,6 +28,7 @@
 
 #include "codecs/bnb.h"
 #include "codecs/float16.h"
+#include "codecs/ggml_blocks.h"
 #include "codecs/rbq.h"
 #include "fuzz/common/awq_file_input.h"
 #include "fuzz/common/bnb_file_input.h"
@@ -1170,6 +1172,51 @@ void AwqFileSeeds(SeedWriter& w) {
   }
 }
 
+// ---- ggml_blocks_diff: [selector][blocks or binary32 inputs] -----------------------
+
+// Per type: a zero block, a patterned block with scale 1.0, and blocks whose
+// scale halves are a subnormal, +infinity and a signalling NaN (mxfp4: the
+// E8M0 bytes 0, 127 and 0xFF); per type with an encoder also an encode seed
+// (two blocks of a ramp with a tie and a sign change). Labels: decode-<type>-<what>, encode-<type>.
+void GgmlBlocksSeeds(SeedWriter& w) {
+  const auto types = qd::codec::GgmlTypes();
+  for (std::size_t t = 0; t < types.size(); ++t) {
+    const qd::codec::GgmlTypeInfo& info = types[t];
+    const std::string name(info.name);
+    const std::size_t bytes = static_cast<std::size_t>(info.bytes);
+    // Where the first scale half lies (docs/ggml_blocks.md section 3).
+    std::size_t scale_at = 0;
+    if (name == "q2_K") scale_at = 80;
+    if (name == "q3_K") scale_at = 108;
+    if (name == "q6_K") scale_at = 208;
+    const struct {
+      const char* what;
+      std::uint16_t half;
+    } kScales[] = {{"one", 0x3C00}, {"subnormal", 0x0001}, {"inf", 0x7C00}, {"snan", 0x7C01}};
+    Bytes zero(1 + bytes, 0);
+    zero[0] = static_cast<std::uint8_t>(t);
+    w.Write("ggml_blocks_diff", "decode-" + name + "-zero", zero);
+    for (const auto& scale : kScales) {
+      Bytes b(1 + bytes);
+      b[0] = static_cast<std::uint8_t>(t);
+      for (std::size_t k = 1; k < b.size(); ++k) b[k] = static_cast<std::uint8_t>(k * 37 + 11);
+      if (info.type == qd::codec::GgmlType::kMxfp4) {
+        b[1] = scale.half == 0x3C00 ? 127 : scale.half == 0x0001 ? 0 : 0xFF;
+        if (scale.half == 0x7C01) continue;  // 0xFF once is enough
+      } else {
+        b[1 + scale_at] = static_cast<std::uint8_t>(scale.half & 0xFF);
+        b[2 + scale_at] = static_cast<std::uint8_t>(scale.half >> 8);
+      }
+      w.Write("ggml_blocks_diff", "decode-" + name + "-" + scale.what, b);
+    }
+    if (info.type == qd::codec::GgmlType::kMxfp4) continue;  // no encoder
+    Bytes e = {static_cast<std::uint8_t>(t | 0x80)};
+    for (int j = 0; j < 2 * info.values; ++j) PutF32(&e, static_cast<float>(j % 64 - 21) * 0.25f);
+    w.Write("ggml_blocks_diff", "encode-" + name, e);
+  }
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   bool replace = false;
   std::string out;
@@ -1202,6 +1249,7 @@ int main(int argc, char** argv) {
   RecognisedFileSeeds(writer);
   ModelDirSeeds(writer);
   AwqFileSeeds(writer);
+  GgmlBlocksSeeds(writer);
   writer.Summary();
   return 0;
 }

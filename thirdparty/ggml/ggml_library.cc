@@ -105,4 +105,13 @@ bool Library::ValidateRow(int type_id, const void* data, std::size_t bytes) cons
   return validate_row_(type_id, data, bytes);
 }
 
+const Library* SharedDefaultLibrary() {
+  static const Library* const library = [] {
+    std::string error;
+    std::optional<Library> opened = Library::Open(DefaultLibraryPath(), &error);
+    return opened ? new Library(std::move(*opened)) : nullptr;  // kept for the process
+  }();
+  return library;
+}
+
 }  // namespace qd::ggml

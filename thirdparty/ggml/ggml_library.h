@@ -31,6 +31,13 @@ namespace qd::ggml {
 // configured with (CMake's QD_GGML_LIBRARY, where fetch_ggml.sh puts it).
 std::string DefaultLibraryPath();
 
+class Library;
+
+// The library at DefaultLibraryPath(), opened once per process on first use
+// and kept to the end; nullptr when it does not open. For programs that
+// take ggml as an optional third reader (fuzz targets, benchmarks).
+const Library* SharedDefaultLibrary();
+
 class Library {
  public:
   // The library at `path`, or nullopt with *error saying why (not found, not
