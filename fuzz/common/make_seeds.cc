@@ -1215,7 +1215,6 @@ void GgmlBlocksSeeds(SeedWriter& w) {
     w.Write("ggml_blocks_diff", "encode-" + name, e);
   }
 }
-}  // namespace
 
 int main(int argc, char** argv) {
   bool replace = false;
