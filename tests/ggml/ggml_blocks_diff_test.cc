@@ -62,19 +62,12 @@ bool ExpectedMxfp4Divergence(const std::uint8_t* block, int j) {
 
 class GgmlBlocksDiff : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    std::string error;
-    auto opened = qd::ggml::Library::Open(qd::ggml::DefaultLibraryPath(), &error);
-    ASSERT_TRUE(opened.has_value()) << error;
-    library_ = new qd::ggml::Library(std::move(*opened));
+  void SetUp() override {
+    library_ = qd::ggml::SharedDefaultLibrary();
+    ASSERT_NE(library_, nullptr) << "ggml did not open from " << qd::ggml::DefaultLibraryPath();
   }
-  static void TearDownTestSuite() {
-    delete library_;
-    library_ = nullptr;
-  }
-  static qd::ggml::Library* library_;
+  const qd::ggml::Library* library_ = nullptr;
 };
-qd::ggml::Library* GgmlBlocksDiff::library_ = nullptr;
 
 std::vector<std::uint8_t> RandomBlocks(const GgmlTypeInfo& info, std::mt19937_64& rng) {
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(kBlocksPerType) * static_cast<std::size_t>(info.bytes));

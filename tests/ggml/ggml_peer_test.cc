@@ -64,19 +64,12 @@ std::uint32_t Bits(float f) {
 
 class GgmlPeer : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    std::string error;
-    auto opened = qd::ggml::Library::Open(qd::ggml::DefaultLibraryPath(), &error);
-    ASSERT_TRUE(opened.has_value()) << error;
-    library_ = new qd::ggml::Library(std::move(*opened));
+  void SetUp() override {
+    library_ = qd::ggml::SharedDefaultLibrary();
+    ASSERT_NE(library_, nullptr) << "ggml did not open from " << qd::ggml::DefaultLibraryPath();
   }
-  static void TearDownTestSuite() {
-    delete library_;
-    library_ = nullptr;
-  }
-  static qd::ggml::Library* library_;
+  const qd::ggml::Library* library_ = nullptr;
 };
-qd::ggml::Library* GgmlPeer::library_ = nullptr;
 
 TEST_F(GgmlPeer, EveryCaseIsListedAndThere) {
   const nlohmann::json manifest = Manifest();
