@@ -47,6 +47,8 @@ using peer_test::FindDecoded;
 using peer_test::IntegerMember;
 using peer_test::Json;
 using peer_test::LoadJson;
+using peer_test::RawTensor;
+using peer_test::ReadRawTensor;
 using peer_test::ReadBytes;
 using peer_test::StringMember;
 using peer_test::View;
@@ -160,20 +162,6 @@ bool ReadFloatTensor(const std::string& path, const std::string& name, qd::Decod
       *out = tensor;
       return true;
     }
-  }
-  return false;
-}
-
-// The raw data bytes of tensor `name`.
-bool ReadRawTensor(const Bytes& file, const std::string& name, Bytes* out) {
-  qd::Outcome outcome;
-  Container container;
-  if (!CheckContainer(View(file), "peer", &outcome, &container)) return false;
-  for (const ContainerTensor& tensor : container.tensors) {
-    if (tensor.name != name) continue;
-    const std::uint8_t* begin = file.data() + container.data_start + tensor.begin;
-    out->assign(begin, begin + (tensor.end - tensor.begin));
-    return true;
   }
   return false;
 }
@@ -329,8 +317,9 @@ TEST_P(BnbPeerCase, OracleAgreesWithBitsandbytes) {
     ASSERT_TRUE(QuantizeBnb4bit(peer.quant_type, static_cast<int>(peer.blocksize), peer.dtype,
                                 input.values.data(), input.values.size(), &packed, &absmax, &error))
         << error.rule << " " << error.message;
-    Bytes stored;
-    ASSERT_TRUE(ReadRawTensor(file, w, &stored));
+    RawTensor stored_tensor;
+    ASSERT_TRUE(ReadRawTensor(file, w, &stored_tensor));
+    const Bytes& stored = stored_tensor.bytes;
     ASSERT_EQ(packed.size(), stored.size());
     std::int64_t first = -1;
     for (std::size_t j = 0; j < packed.size() && first < 0; ++j) {
@@ -340,8 +329,9 @@ TEST_P(BnbPeerCase, OracleAgreesWithBitsandbytes) {
                          << int(packed[first < 0 ? 0 : first]) << ", bitsandbytes "
                          << int(stored[first < 0 ? 0 : first]);
     if (!peer.nested) {
-      Bytes stored_absmax;
-      ASSERT_TRUE(ReadRawTensor(file, w + ".absmax", &stored_absmax));
+      RawTensor stored_absmax_tensor;
+      ASSERT_TRUE(ReadRawTensor(file, w + ".absmax", &stored_absmax_tensor));
+      const Bytes& stored_absmax = stored_absmax_tensor.bytes;
       ASSERT_EQ(stored_absmax.size(), 4 * absmax.size());
       for (std::size_t b = 0; b < absmax.size(); ++b) {
         std::uint32_t want = 0;
