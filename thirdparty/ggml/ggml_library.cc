@@ -6,14 +6,6 @@
 #include <utility>
 
 namespace qd::ggml {
-namespace {
-
-// The exports' C signatures (ggml-quants.h): the block pointer is a
-// type-specific struct there; the bytes are passed through untouched.
-using DequantizeRowFn = void (*)(const void* blocks, float* out, std::int64_t values);
-using QuantizeRowFn = void (*)(const float* in, void* blocks, std::int64_t values);
-
-}  // namespace
 
 std::string DefaultLibraryPath() {
   if (const char* env = std::getenv("QD_GGML_LIBRARY"); env != nullptr && *env != '\0') return env;
@@ -86,8 +78,16 @@ bool Library::BlockGeometry(int type_id, std::int64_t* values_per_block, std::si
   return *values_per_block > 0 && *bytes_per_block > 0;
 }
 
+DequantizeRowFn Library::RowDequantizer(std::string_view type) const {
+  return reinterpret_cast<DequantizeRowFn>(Symbol("dequantize_row_" + std::string(type)));
+}
+
+QuantizeRowFn Library::RowQuantizer(std::string_view type) const {
+  return reinterpret_cast<QuantizeRowFn>(Symbol("quantize_row_" + std::string(type) + "_ref"));
+}
+
 bool Library::Dequantize(std::string_view type, const void* blocks, float* out, std::int64_t values) const {
-  auto fn = reinterpret_cast<DequantizeRowFn>(Symbol("dequantize_row_" + std::string(type)));
+  DequantizeRowFn fn = RowDequantizer(type);
   if (fn == nullptr) return false;
   fn(blocks, out, values);
   return true;
@@ -95,7 +95,7 @@ bool Library::Dequantize(std::string_view type, const void* blocks, float* out, 
 
 bool Library::QuantizeReference(std::string_view type, const float* in, void* blocks,
                                 std::int64_t values) const {
-  auto fn = reinterpret_cast<QuantizeRowFn>(Symbol("quantize_row_" + std::string(type) + "_ref"));
+  QuantizeRowFn fn = RowQuantizer(type);
   if (fn == nullptr) return false;
   fn(in, blocks, values);
   return true;

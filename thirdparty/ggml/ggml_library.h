@@ -33,6 +33,11 @@ std::string DefaultLibraryPath();
 
 class Library;
 
+// The exports' C signatures (ggml-quants.h): the block pointer is a
+// type-specific struct there; the bytes are passed through untouched.
+using DequantizeRowFn = void (*)(const void* blocks, float* out, std::int64_t values);
+using QuantizeRowFn = void (*)(const float* in, void* blocks, std::int64_t values);
+
 // The library at DefaultLibraryPath(), opened once per process on first use
 // and kept to the end; nullptr when it does not open. For programs that
 // take ggml as an optional third reader (fuzz targets, benchmarks).
@@ -53,6 +58,12 @@ class Library {
   // ggml's block geometry for a type id: values per block and bytes per
   // block. False for an id ggml does not size (a removed type has size 0).
   bool BlockGeometry(int type_id, std::int64_t* values_per_block, std::size_t* bytes_per_block) const;
+
+  // ggml's dequantize_row_<type> / quantize_row_<type>_ref, looked up once
+  // (dlsym and a name built per call would be timed with every row of a
+  // benchmark); nullptr when this build does not export it.
+  DequantizeRowFn RowDequantizer(std::string_view type) const;
+  QuantizeRowFn RowQuantizer(std::string_view type) const;
 
   // ggml's to_float of `values` values (a whole number of blocks) from
   // `blocks`. False when this build has no dequantize_row_<type>.
