@@ -86,6 +86,12 @@ class Resources : public ::testing::Test {
   std::uint64_t inputs_ = 0;  // bytes of every input written so far
 };
 
+// Three suites, so that ctest (one process per suite: cmake/qd_gtest_suites.cmake)
+// runs the costliest cases side by side.
+class ResourcesOfManyTensors : public Resources {};
+class ResourcesOfLargeHeaders : public Resources {};
+class ResourcesOfPickles : public Resources {};
+
 // A safetensors file: 8-byte length, the header padded with spaces, data.
 Bytes Safetensors(std::string header, std::size_t data_bytes) {
   header.append((8 - header.size() % 8) % 8, ' ');
@@ -106,7 +112,7 @@ Bytes ManyTensorsSafetensors(int n) {
   return Safetensors(header + "}", 4 * static_cast<std::size_t>(n));
 }
 
-TEST_F(Resources, ManyTensorsSafetensors) {
+TEST_F(ResourcesOfManyTensors, ManyTensorsSafetensors) {
   // 100k tensors: the decode header was built in O(n^2) (21 s).
   const std::string in = Write("many.safetensors", ManyTensorsSafetensors(Scaled(100000)));
   Expect({"check", in}, 0);
@@ -114,7 +120,7 @@ TEST_F(Resources, ManyTensorsSafetensors) {
   Expect({"decode", in, "--out", Out("many.out.safetensors")}, 0);
 }
 
-TEST_F(Resources, LargeHalfTensorStreamsThroughDecodeAndDiff) {
+TEST_F(ResourcesOfLargeHeaders, LargeHalfTensorStreamsThroughDecodeAndDiff) {
   // 32M F16 values (64 MiB): 128 MiB as F32 per reader. decode held the
   // whole F32 tensor and diff both readers' (256 MiB over the input); both
   // now hold a chunk (interface/quantdiff/tensor_sink.h).
@@ -147,7 +153,7 @@ Bytes TinyEntriesSafetensors(int n) {
   return Safetensors(header + "}", 0);
 }
 
-TEST_F(Resources, HeaderOfTinyEntries) {
+TEST_F(ResourcesOfLargeHeaders, HeaderOfTinyEntries) {
   // 250k entries, a 14.6 MB header. Each reader's records cost several
   // times an entry's text: diff held about 850 bytes an entry (a hash set
   // of name copies, a vector per shape, the oracle's JSON nodes of every
@@ -174,7 +180,7 @@ Bytes OneTensorSafetensors(const std::string& shape, const std::string& extra) {
                      4);
 }
 
-TEST_F(Resources, HeaderArrayOfZeros) {
+TEST_F(ResourcesOfLargeHeaders, HeaderArrayOfZeros) {
   // A 10 MB header whose entry carries an unknown key holding 5M zeros: the
   // oracle kept a 32-byte JSON node per 2-byte item (288 MB).
   const std::string in = Write(
@@ -183,14 +189,14 @@ TEST_F(Resources, HeaderArrayOfZeros) {
   Expect({"diff", in}, 0);
 }
 
-TEST_F(Resources, ShapeOfRank65IsRefusedByBothReaders) {
+TEST_F(ResourcesOfManyTensors, ShapeOfRank65IsRefusedByBothReaders) {
   // rules.json ST-007 decision; the differ agrees (diff exit 0).
   const std::string in = Write("rank65.safetensors", OneTensorSafetensors(RepeatedArray("1", 65), ""));
   Expect({"check", in}, 1);
   Expect({"diff", in}, 0);
 }
 
-TEST_F(Resources, ConfigOverOneMebibyteIsAnIoError) {
+TEST_F(ResourcesOfManyTensors, ConfigOverOneMebibyteIsAnIoError) {
   // A 60 MB config cost check 1.4 GB; configs are now read up to 1 MiB.
   const std::string in = Write("model.safetensors", ManyTensorsSafetensors(1));
   std::string config = "{\"bits\":4,\"x\":[0";
@@ -251,7 +257,7 @@ Bytes BnbWithLongQuantState(int n) {
   }
 }
 
-TEST_F(Resources, LongQuantStateMemberIsCheckedNotBuilt) {
+TEST_F(ResourcesOfPickles, LongQuantStateMemberIsCheckedNotBuilt) {
   // A 10 MB unknown quant_state member cost check 227 MB and diff 501 MB
   // (full JSON trees on both sides); members no reader reads are now
   // checked without being built.
@@ -269,14 +275,14 @@ Bytes StrideZeroPt() {
   return qd::pt_test::Archive(p.b, {{"0", Bytes{0x00, 0x3c}}}).bytes;
 }
 
-TEST_F(Resources, StrideZeroViewCheck) {
+TEST_F(ResourcesOfPickles, StrideZeroViewCheck) {
   const std::string in = Write("stride0.pt", StrideZeroPt());
   Expect({"check", in}, 0);
 }
 
 // Both readers decode the view a chunk at a time (codec DecodePtRange,
 // oracle PtDecodeRange): 128 MiB of F32 values, never whole in memory.
-TEST_F(Resources, StrideZeroViewDecodeAndDiff) {
+TEST_F(ResourcesOfPickles, StrideZeroViewDecodeAndDiff) {
   const std::string in = Write("stride0.pt", StrideZeroPt());
   Expect({"decode", in, "--out", Out("stride0.out.safetensors")}, 0);
   Expect({"diff", in}, 0);
@@ -298,7 +304,7 @@ Bytes ManyNamesPt(int n) {
   return qd::pt_test::Archive(p.b, {{"0", qd::pt_test::F32s({1.0f})}}).bytes;
 }
 
-TEST_F(Resources, ManyNamesPtCheck) {
+TEST_F(ResourcesOfPickles, ManyNamesPtCheck) {
   const std::string in = Write("names.pt", ManyNamesPt(Scaled(150000)));
   Expect({"check", in}, 0);
 }
@@ -307,7 +313,7 @@ TEST_F(Resources, ManyNamesPtCheck) {
 // the tensor, and diff streams both readers: measured 178 MiB of address
 // space for decode and for diff (256 and 384 MiB when each entry held its
 // own copies and diff held both whole decodes).
-TEST_F(Resources, ManyNamesPtDecodeAndDiff) {
+TEST_F(ResourcesOfPickles, ManyNamesPtDecodeAndDiff) {
   const std::string in = Write("names.pt", ManyNamesPt(Scaled(150000)));
   Expect({"decode", in, "--out", Out("names.out.safetensors")}, 0);
   Expect({"diff", in}, 0);
