@@ -249,24 +249,24 @@ bool ReadSideFile(const std::string& path, bool* exists, std::vector<std::uint8_
 
 }  // namespace
 
+std::vector<std::string> SideFileCandidates(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  std::string stem = path.substr(dir.size());
+  constexpr std::string_view kExtension = ".safetensors";
+  if (stem.size() >= kExtension.size() &&
+      stem.compare(stem.size() - kExtension.size(), kExtension.size(), kExtension) == 0) {
+    stem.resize(stem.size() - kExtension.size());
+  }
+  return {dir + stem + ".quantize_config.json", dir + "quantize_config.json", dir + "quant_config.json",
+          dir + "config.json"};
+}
+
 bool FindSideFiles(const std::string& path, const std::optional<std::string>& config,
                    qd::harness::SideFiles* out, std::string* error) {
   out->clear();
-  std::vector<std::string> candidates;
-  if (config) {
-    candidates.push_back(*config);
-  } else {
-    const std::size_t slash = path.rfind('/');
-    const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
-    std::string stem = path.substr(dir.size());
-    constexpr std::string_view kExtension = ".safetensors";
-    if (stem.size() >= kExtension.size() &&
-        stem.compare(stem.size() - kExtension.size(), kExtension.size(), kExtension) == 0) {
-      stem.resize(stem.size() - kExtension.size());
-    }
-    candidates = {dir + stem + ".quantize_config.json", dir + "quantize_config.json",
-                  dir + "quant_config.json", dir + "config.json"};
-  }
+  const std::vector<std::string> candidates =
+      config ? std::vector<std::string>{*config} : SideFileCandidates(path);
   for (const std::string& candidate : candidates) {
     qd::SideFile side{candidate, {}};
     bool exists = false;

@@ -141,6 +141,9 @@ std::optional<qd::Outcome> SafeRead(Reader reader, qd::ByteView bytes, const std
 // `check` 1.4 GB) without a streaming JSON reader on either side.
 inline constexpr std::uint64_t kMaxSideFileBytes = 1ull << 20;
 inline const FlagSpec kConfigFlag = {"config", true};
+// The discovery order of config sources beside PATH (no --config): the
+// four paths above, whether they exist or not.
+std::vector<std::string> SideFileCandidates(const std::string& path);
 bool FindSideFiles(const std::string& path, const std::optional<std::string>& config,
                    qd::harness::SideFiles* out, std::string* error);
 
@@ -156,6 +159,7 @@ int RunCampaign(const std::vector<std::string>& args);
 int RunExportVectors(const std::vector<std::string>& args);
 int RunConvert(const std::vector<std::string>& args);
 int RunRules(const std::vector<std::string>& args);
+int RunTestImpl(const std::vector<std::string>& args);
 extern const std::string_view kCheckHelp;
 extern const std::string_view kDecodeHelp;
 extern const std::string_view kDiffHelp;
@@ -163,6 +167,7 @@ extern const std::string_view kCampaignHelp;
 extern const std::string_view kExportVectorsHelp;
 extern const std::string_view kConvertHelp;
 extern const std::string_view kRulesHelp;
+extern const std::string_view kTestImplHelp;
 
 }  // namespace qd::cli
 

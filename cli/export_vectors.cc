@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
+#include "cli/vector_set.h"
 #include "reports/escape.h"
 #include "reports/report.h"
 #include "reports/rules.h"
@@ -25,7 +26,8 @@ extern const std::string_view kExportVectorsHelp =
     "rule the generators can break) of tests {tcId, comment, file, result,\n"
     "flags, crc32, size}, and DIR/<format>/<tcId>.safetensors (.pt for torch\n"
     "files) holds each test's bytes. A test whose file comes with config files\n"
-    "(GPTQ) is written as DIR/<format>/<tcId>/model.safetensors beside them,\n"
+    "(GPTQ) is written as DIR/<format>/<tcId>/STEM.safetensors beside them, named\n"
+    "so that config discovery there finds exactly them (docs/gptq.md section 1),\n"
     "listed under configs. result and flags are the ORACLE's reading of the\n"
     "file, never the codec's: \"valid\" (accepted, no finding), \"acceptable\" (accepted with\n"
     "warnings) or \"invalid\" (refused); flags are the rule IDs it reported, and\n"
@@ -44,15 +46,6 @@ extern const std::string_view kExportVectorsHelp =
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::uint64_t Fnv1a(std::string_view s) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (const char c : s) {
-    h ^= static_cast<std::uint8_t>(c);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 struct FormatResult {
   std::uint64_t tests = 0;
@@ -140,99 +133,64 @@ bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out
     return false;
   }
   if (!RemoveEarlierExport(out_dir, name, error)) return false;
-
-  qd::harness::Rng rng(Mix(seed ^ Fnv1a(name)));
-  std::vector<std::string> groups = {""};
-  for (const std::string& r : format.violable_rules()) groups.push_back(r);
+  std::vector<TestVector> vectors;
+  if (!BuildVectors(format, count, seed, &vectors, error)) return false;
 
   std::set<std::string> flags_used;
   Json variant_notes = Json::object();  // variant flag -> what the variant is
   Json test_groups = Json::array();
-  std::uint64_t tc_id = 0;
-  for (const std::string& rule : groups) {
+  for (std::size_t first = 0; first < vectors.size();) {
+    const std::string& rule = vectors[first].rule;
     Json tests = Json::array();
-    for (std::uint64_t k = 0; k < count; ++k) {
-      const qd::harness::Generated g =
-          rule.empty() ? format.generate_valid(rng) : format.generate_violation(rule, rng);
-      ++tc_id;
-      // A file that comes with side files (a GPTQ config) gets a directory,
-      // FORMAT/tcId/model.safetensors beside its configs under their own
-      // file names, which is the layout `quantdiff check` looks up and what
-      // decides how a config is read (config.json is read nested).
-      const std::string id = std::to_string(tc_id);
-      const std::string file = g.side_files.empty() ? name + "/" + id + std::string(format.file_extension)
-                                                    : name + "/" + id + "/model.safetensors";
-      qd::harness::SideFiles side_files;
+    std::size_t i = first;
+    for (; i < vectors.size() && vectors[i].rule == rule; ++i) {
+      const TestVector& v = vectors[i];
       Json configs = Json::array();
-      if (!g.side_files.empty()) {
-        std::filesystem::create_directories(files_dir / id, ec);
+      if (!v.side_files.empty()) {
+        const std::filesystem::path folder = (std::filesystem::path(out_dir) / v.file).parent_path();
+        std::filesystem::create_directories(folder, ec);
         if (ec) {
-          *error = "cannot create " + (files_dir / id).string() + ": " + ec.message();
+          *error = "cannot create " + folder.string() + ": " + ec.message();
           return false;
         }
       }
-      for (const qd::SideFile& side : g.side_files) {
-        const std::string base = std::filesystem::path(side.name).filename().string();
-        side_files.push_back({name + "/" + id + "/" + base, side.bytes});
-        configs.push_back(side_files.back().name);
-        if (!WriteNewVectorFile(std::filesystem::path(out_dir) / side_files.back().name,
-                                side.bytes.data(), side.bytes.size(), error)) {
+      for (const qd::SideFile& side : v.side_files) {
+        configs.push_back(side.name);
+        if (!WriteNewVectorFile(std::filesystem::path(out_dir) / side.name, side.bytes.data(),
+                                side.bytes.size(), error)) {
           return false;
         }
-      }
-      const qd::ByteView bytes{g.bytes.data(), g.bytes.size()};
-      std::string read_error;
-      const std::optional<qd::Outcome> oracle =
-          SafeRead(format.oracle_read, bytes, file, side_files, &read_error);
-      if (!oracle) {
-        *error = name + " oracle failed on test " + std::to_string(tc_id) + ": " + read_error;
-        return false;
       }
       Json flags = Json::array();
-      bool warned = false;
-      std::string error_rule;
-      for (const qd::Finding& f : oracle->findings) {
+      for (const qd::Finding& f : v.oracle.findings) {
         flags.push_back(qd::reports::ValidUtf8(f.rule));
         flags_used.insert(f.rule);
-        if (f.severity == qd::Severity::kWarning) warned = true;
-        if (f.severity == qd::Severity::kError && error_rule.empty()) error_rule = f.rule;
       }
-      std::string comment = g.description;
-      bool as_targeted = !oracle->refused;  // a valid instance must be accepted
-      if (!rule.empty()) {
-        as_targeted = error_rule == rule;
-        for (const qd::Finding& f : oracle->findings) {
-          if (!oracle->refused && f.rule == rule) as_targeted = true;  // a warning rule
-        }
-      }
-      if (!as_targeted) {
-        ++result->relabelled;
-        comment += " (generated for " + (rule.empty() ? std::string("a valid file") : rule) +
-                   "; the oracle reads it otherwise)";
-      }
-      if (!WriteNewVectorFile(std::filesystem::path(out_dir) / file, g.bytes.data(),
-                              g.bytes.size(), error)) {
+      if (v.relabelled) ++result->relabelled;
+      if (!WriteNewVectorFile(std::filesystem::path(out_dir) / v.file, v.bytes.data(),
+                              v.bytes.size(), error)) {
         return false;
       }
       Json test = Json::object();
-      test["tcId"] = tc_id;
-      test["comment"] = qd::reports::ValidUtf8(comment);
-      test["file"] = file;
+      test["tcId"] = v.tc_id;
+      test["comment"] = qd::reports::ValidUtf8(v.comment);
+      test["file"] = v.file;
       if (!configs.empty()) test["configs"] = std::move(configs);
-      test["result"] = oracle->refused ? "invalid" : warned ? "acceptable" : "valid";
+      test["result"] = ResultOf(v.oracle);
       test["flags"] = std::move(flags);
-      if (format.variants != nullptr && !oracle->refused) {
+      if (!v.variants.empty()) {
         Json variants = Json::array();
-        for (const qd::harness::VariantFlag& v : format.variants(bytes)) {
-          variants.push_back(v.flag);
-          variant_notes[v.flag] = v.note;
+        for (const qd::harness::VariantFlag& variant : v.variants) {
+          variants.push_back(variant.flag);
+          variant_notes[variant.flag] = variant.note;
         }
-        if (!variants.empty()) test["variantFlags"] = std::move(variants);
+        test["variantFlags"] = std::move(variants);
       }
-      test["crc32"] = Crc32Hex(g.bytes.data(), g.bytes.size());
-      test["size"] = g.bytes.size();
+      test["crc32"] = Crc32Hex(v.bytes.data(), v.bytes.size());
+      test["size"] = v.bytes.size();
       tests.push_back(std::move(test));
     }
+    first = i;
     Json group = Json::object();
     group["rule"] = rule.empty() ? Json(nullptr) : Json(rule);
     group["type"] = rule.empty() ? "ValidFile" : "RuleViolation";
@@ -242,6 +200,7 @@ bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out
     group["tests"] = std::move(tests);
     test_groups.push_back(std::move(group));
   }
+  const std::uint64_t tc_id = vectors.size();
 
   Json notes = Json::object();
   for (const std::string& flag : flags_used) {

@@ -1,0 +1,116 @@
+#include "cli/vector_set.h"
+
+#include <filesystem>
+#include <string_view>
+#include <utility>
+
+#include "cli/common.h"
+
+namespace qd::cli {
+namespace {
+
+std::uint64_t Fnv1a(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char c : s) {
+    h ^= static_cast<std::uint8_t>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+}  // namespace
+
+std::string ResultOf(const qd::Outcome& oracle) {
+  if (oracle.refused) return "invalid";
+  for (const qd::Finding& f : oracle.findings) {
+    if (f.severity == qd::Severity::kWarning) return "acceptable";
+  }
+  return "valid";
+}
+
+std::string RefusingRule(const qd::Outcome& oracle) {
+  if (!oracle.refused) return "";
+  for (const qd::Finding& f : oracle.findings) {
+    if (f.severity == qd::Severity::kError) return f.rule;
+  }
+  return "";
+}
+
+bool BuildVectors(const qd::harness::FormatEntry& format, std::uint64_t count, std::uint64_t seed,
+                  std::vector<TestVector>* out, std::string* error) {
+  const std::string name(format.name);
+  qd::harness::Rng rng(Mix(seed ^ Fnv1a(name)));
+  std::vector<std::string> groups = {""};
+  for (const std::string& r : format.violable_rules()) groups.push_back(r);
+
+  std::uint64_t tc_id = 0;
+  for (const std::string& rule : groups) {
+    for (std::uint64_t k = 0; k < count; ++k) {
+      const qd::harness::Generated g =
+          rule.empty() ? format.generate_valid(rng) : format.generate_violation(rule, rng);
+      TestVector v;
+      v.tc_id = ++tc_id;
+      v.rule = rule;
+      // A file that comes with side files (a GPTQ config) gets a folder,
+      // FORMAT/ID/, with the file and its configs under their own names
+      // (config.json is read nested). The file is named so that config
+      // discovery beside it (FindSideFiles) finds exactly those configs, and
+      // the oracle is given them in discovery order: a reader that looks up
+      // the folder as `quantdiff check` does reads what the oracle read.
+      const std::string id = std::to_string(v.tc_id);
+      if (g.side_files.empty()) {
+        v.file = name + "/" + id + std::string(format.file_extension);
+      } else {
+        constexpr std::string_view kStemConfig = ".quantize_config.json";
+        std::string stem = "model";
+        for (const qd::SideFile& side : g.side_files) {
+          const std::string base = std::filesystem::path(side.name).filename().string();
+          if (base.size() > kStemConfig.size() &&
+              base.compare(base.size() - kStemConfig.size(), kStemConfig.size(), kStemConfig) == 0) {
+            stem = base.substr(0, base.size() - kStemConfig.size());
+          }
+        }
+        v.file = name + "/" + id + "/" + stem + ".safetensors";
+        for (const std::string& candidate : SideFileCandidates(v.file)) {
+          for (const qd::SideFile& side : g.side_files) {
+            if (name + "/" + id + "/" + std::filesystem::path(side.name).filename().string() == candidate) {
+              v.side_files.push_back({candidate, side.bytes});
+            }
+          }
+        }
+      }
+      v.bytes = g.bytes;
+      std::string read_error;
+      const std::optional<qd::Outcome> oracle = SafeRead(
+          format.oracle_read, qd::ByteView{v.bytes.data(), v.bytes.size()}, v.file, v.side_files,
+          &read_error);
+      if (!oracle) {
+        *error = name + " oracle failed on test " + id + ": " + read_error;
+        return false;
+      }
+      v.oracle = *oracle;
+      // As generated: a valid instance accepted; a violation refused by its
+      // rule, or (a warning rule) accepted with it.
+      bool as_generated = !v.oracle.refused;
+      if (!rule.empty()) {
+        as_generated = RefusingRule(v.oracle) == rule;
+        for (const qd::Finding& f : v.oracle.findings) {
+          if (!v.oracle.refused && f.rule == rule) as_generated = true;
+        }
+      }
+      v.comment = g.description;
+      if (!as_generated) {
+        v.relabelled = true;
+        v.comment += " (generated for " + (rule.empty() ? std::string("a valid file") : rule) +
+                     "; the oracle reads it otherwise)";
+      }
+      if (format.variants != nullptr && !v.oracle.refused) {
+        v.variants = format.variants(qd::ByteView{v.bytes.data(), v.bytes.size()});
+      }
+      out->push_back(std::move(v));
+    }
+  }
+  return true;
+}
+
+}  // namespace qd::cli

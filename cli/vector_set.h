@@ -1,0 +1,51 @@
+// vector_set.h: the test vectors of one format, built in memory.
+//
+// What `export-vectors` writes to a folder and what `test-impl` runs another
+// implementation on: the generators' valid instances, then one group per
+// rule they can break, each file read by the ORACLE (never the codec), which
+// gives the expected verdict, the flags and the expected decoded tensors.
+// The same seed builds the same vectors (the export is committed and diffed).
+//
+//   std::vector<qd::cli::TestVector> vectors;
+//   if (!qd::cli::BuildVectors(format, 4, 1, &vectors, &error)) ...
+#ifndef QUANTDIFF_CLI_VECTOR_SET_H_
+#define QUANTDIFF_CLI_VECTOR_SET_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/registry.h"
+#include "quantdiff/plain_data.h"
+
+namespace qd::cli {
+
+struct TestVector {
+  std::uint64_t tc_id = 0;  // 1, 2, ... within the format
+  std::string rule;         // the group's rule; "" for the valid group
+  // Relative to the vector folder: FORMAT/ID.ext, or FORMAT/ID/STEM.safetensors
+  // when side files (configs) come with it, under FORMAT/ID/ by their names,
+  // in the order config discovery beside the file finds them.
+  std::string file;
+  std::vector<std::uint8_t> bytes;
+  qd::harness::SideFiles side_files;  // names relative to the vector folder
+  std::string comment;
+  bool relabelled = false;  // the oracle reads it otherwise than generated
+  qd::Outcome oracle;       // verdict, findings and decoded tensors
+  std::vector<qd::harness::VariantFlag> variants;  // of an accepted file
+};
+
+// "invalid" (refused), "acceptable" (accepted with warnings) or "valid".
+std::string ResultOf(const qd::Outcome& oracle);
+
+// The first error finding's rule of a refused outcome, else "".
+std::string RefusingRule(const qd::Outcome& oracle);
+
+// COUNT vectors per group for FORMAT from SEED. False with *error when the
+// oracle throws on a generated file (a bug of quantdiff, not of the file).
+bool BuildVectors(const qd::harness::FormatEntry& format, std::uint64_t count, std::uint64_t seed,
+                  std::vector<TestVector>* out, std::string* error);
+
+}  // namespace qd::cli
+
+#endif  // QUANTDIFF_CLI_VECTOR_SET_H_
