@@ -128,6 +128,8 @@ const std::vector<Verb>& Verbs() {
        kCampaignHelp, &RunCampaign},
       {"export-vectors", "write Wycheproof-like test vectors per format",
        kExportVectorsHelp, &RunExportVectors},
+      {"test-impl", "judge another implementation's reader by every vector (process protocol)",
+       kTestImplHelp, &RunTestImpl},
       {"rules", "print the rule catalogue", kRulesHelp, &RunRules},
       {"help", "print this overview or one verb's help", kHelpHelp, &RunHelp},
   };

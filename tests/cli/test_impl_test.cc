@@ -1,0 +1,141 @@
+// test_impl_test.cc: `quantdiff test-impl` judging commands whose behaviour
+// the test knows (issue 13, the process protocol).
+//
+// The expected counts come from the committed export (corpus/vectors/*.json,
+// written with test-impl's defaults: count 4, seed 1, so tcIds and results
+// match), never from test-impl's own output: quantdiff's own decoder must
+// pass every vector; a command that refuses everything must fail exactly
+// the valid and acceptable ones; crashes, hangs and garbage are named.
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (const char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+};
+
+// Runs `quantdiff ARGS...` (every argument quoted), standard error dropped.
+Result Quantdiff(const std::vector<std::string>& args) {
+  std::string command = Quote(QUANTDIFF_BIN);
+  for (const std::string& a : args) command += " " + Quote(a);
+  command += " 2>/dev/null";
+  Result run;
+  std::FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) run.out.append(buf, n);
+  const int status = pclose(pipe);
+  EXPECT_TRUE(WIFEXITED(status)) << "quantdiff did not exit normally: " << command;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+// The committed export of FORMAT: tcId -> result ("valid", "acceptable", "invalid").
+std::map<std::uint64_t, std::string> ExportedResults(const std::string& format) {
+  std::ifstream in(fs::path(QD_SOURCE_DIR) / "corpus" / "vectors" / (format + ".json"));
+  const Json doc = Json::parse(in);
+  std::map<std::uint64_t, std::string> results;
+  for (const Json& group : doc["testGroups"]) {
+    for (const Json& test : group["tests"]) results[test["tcId"].get<std::uint64_t>()] = test["result"];
+  }
+  return results;
+}
+
+// test-impl's JSON report: failures as (tcId, outcome) of one format.
+std::map<std::uint64_t, std::string> Failures(const Json& report, const std::string& format) {
+  std::map<std::uint64_t, std::string> failures;
+  for (const Json& f : report["failures"]) {
+    if (f["format"] == format) failures[f["tcId"].get<std::uint64_t>()] = f["outcome"];
+  }
+  return failures;
+}
+
+TEST(TestImpl, QuantdiffDecodePassesEveryVectorOfEveryFormat) {
+  const Result r = Quantdiff({"test-impl", "--cmd", Quote(QUANTDIFF_BIN) + " decode {input} --out {output}",
+                              "--jobs", "2", "--report", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const Json report = Json::parse(r.out);
+  std::uint64_t exported = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(QD_SOURCE_DIR) / "corpus" / "vectors")) {
+    if (entry.path().extension() == ".json") exported += ExportedResults(entry.path().stem().string()).size();
+  }
+  EXPECT_EQ(report["vectors"].get<std::uint64_t>(), exported);
+  EXPECT_EQ(report["failed"].get<std::uint64_t>(), 0u);
+}
+
+TEST(TestImpl, ARefuseEverythingCommandFailsExactlyTheAcceptedVectors) {
+  // `false` exits 1 for every vector and names no rule.
+  const Result r = Quantdiff({"test-impl", "--cmd", "false {input} {output}", "--format", "safetensors",
+                              "--report", "json"});
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  const std::map<std::uint64_t, std::string> failures = Failures(Json::parse(r.out), "safetensors");
+  std::map<std::uint64_t, std::string> expected;
+  for (const auto& [id, result] : ExportedResults("safetensors")) {
+    if (result != "invalid") expected[id] = "refused-valid";
+  }
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(failures, expected);
+}
+
+TEST(TestImpl, CrashHangGarbageAndWrongOutputAreNamed) {
+  // rbq tcId 1 is a valid file with at least one decoded value (the export).
+  ASSERT_EQ(ExportedResults("rbq").at(1), "valid");
+  const std::string decode = Quote(QUANTDIFF_BIN) + " decode {input} --out {output}";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"kill -SEGV $$; : {input} {output}", "crashed"},
+      {"exit 3; : {input} {output}", "crashed"},
+      {"head -c 10 {input} > {output}", "garbage"},
+      {"true {input} {output}", "garbage"},  // accepted, nothing written
+      // The last byte of the data is the top byte of the last F32 value.
+      {decode + " && printf '\\377' | dd of={output} bs=1 seek=$(($(stat -c %s {output}) - 1)) conv=notrunc 2>/dev/null",
+       "wrong-output"},
+  };
+  for (const auto& [command, outcome] : cases) {
+    const Result r = Quantdiff({"test-impl", "--cmd", command, "--format", "rbq", "--only", "1", "--report", "json"});
+    ASSERT_EQ(r.exit_code, 1) << command << "\n" << r.out;
+    EXPECT_EQ(Failures(Json::parse(r.out), "rbq"), (std::map<std::uint64_t, std::string>{{1, outcome}})) << command;
+  }
+}
+
+TEST(TestImpl, AHangingCommandIsKilledAtTheTimeout) {
+  const auto start = std::chrono::steady_clock::now();
+  const Result r = Quantdiff({"test-impl", "--cmd", "sleep 30; : {input} {output}", "--format", "rbq", "--only", "1",
+                              "--timeout", "0.5", "--report", "json"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(Failures(Json::parse(r.out), "rbq"), (std::map<std::uint64_t, std::string>{{1, "hung"}}));
+  EXPECT_LT(seconds, 20.0);  // killed, not waited for (30 s)
+}
+
+TEST(TestImpl, UsageErrorsExitTwo) {
+  EXPECT_EQ(Quantdiff({"test-impl"}).exit_code, 2);
+  EXPECT_EQ(Quantdiff({"test-impl", "--cmd", "cat {input}"}).exit_code, 2);  // no {output}
+  EXPECT_EQ(Quantdiff({"test-impl", "--cmd", "true {input} {output}", "--only", "1"}).exit_code, 2);
+  EXPECT_EQ(Quantdiff({"test-impl", "--cmd", "true {input} {output}", "--format", "nope"}).exit_code, 2);
+  EXPECT_EQ(Quantdiff({"test-impl", "--cmd", "true {input} {output}", "--timeout", "0"}).exit_code, 2);
+}
+
+}  // namespace
