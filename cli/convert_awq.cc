@@ -139,7 +139,7 @@ int ConvertQuantized(qd::ByteView bytes, const std::string& path,
     for (const qd::codec::GptqLayer& l : gptq.layers) {
       layers.push_back({l.prefix, l.qweight, l.qzeros, l.scales, l.g_idx});
       fields.emplace_back();
-      if (!qd::codec::FieldsOfGptq(qd::codec::ViewOf(gptq, l), &fields.back(), &e)) {
+      if (!qd::codec::FieldsOfGptq(qd::codec::ViewOf(gptq, l), gptq.config.group_size, &fields.back(), &e)) {
         return RefuseLayer(layers.back(), from.c_str(), target, e, result);
       }
     }

@@ -151,9 +151,11 @@ struct QuantTensors {
 // WORDS as little-endian I32 bytes.
 std::vector<std::uint8_t> I32WordBytes(const std::vector<std::int32_t>& words);
 
-// The fields of a checked GPTQ layer. False with *error (rule AWQ-202 or
-// AWQ-203) when AWQ cannot hold its group map or its width.
-bool FieldsOfGptq(const GptqLayerView& layer, QuantFields* out, GptqPackError* error);
+// The fields of a checked GPTQ layer read with the config's GROUP_SIZE (-1
+// or >= 1). False with *error (rule AWQ-202 or AWQ-203) when AWQ cannot hold
+// its group map (GROUP_SIZE must divide K, as AWQ-005 will ask) or its width.
+bool FieldsOfGptq(const GptqLayerView& layer, std::int64_t group_size, QuantFields* out,
+                  GptqPackError* error);
 // The fields of a checked AWQ layer; GEMV_FAST (scaled zeros, no integer
 // zero) is AWQ-203.
 bool FieldsOfAwq(const AwqLayerView& layer, QuantFields* out, GptqPackError* error);

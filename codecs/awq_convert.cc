@@ -44,7 +44,8 @@ std::vector<std::uint8_t> I32WordBytes(const std::vector<std::int32_t>& words) {
   return bytes;
 }
 
-bool FieldsOfGptq(const GptqLayerView& layer, QuantFields* out, GptqPackError* error) {
+bool FieldsOfGptq(const GptqLayerView& layer, std::int64_t group_size, QuantFields* out,
+                  GptqPackError* error) {
   if (layer.bits != 4) {
     Refuse(error, "AWQ-203", "bits", -1, -1,
            "AWQ holds 4-bit codes only (AWQ-001), the layer has " + std::to_string(layer.bits));
@@ -54,6 +55,14 @@ bool FieldsOfGptq(const GptqLayerView& layer, QuantFields* out, GptqPackError* e
   f.in_features = layer.in_features;
   f.out_features = layer.out_features;
   f.groups = layer.groups;
+  // The AWQ reader will take the group size from the same config (AWQ-005):
+  // it must divide K, where GPTQ allows a partial last group.
+  if (group_size != -1 && f.in_features % group_size != 0) {
+    Refuse(error, "AWQ-202", "group_size", -1, -1,
+           "group_size " + std::to_string(group_size) + " does not divide in_features " +
+               std::to_string(f.in_features) + " (AWQ-005): the last group is partial");
+    return false;
+  }
   if (!HasGroups(f, error)) return false;
   // AWQ has no g_idx: input k belongs to group k / (K / G). An act-order
   // permutation, a partial last group or an unused group has no AWQ form.
