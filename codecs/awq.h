@@ -47,6 +47,9 @@ struct AwqResult {
   TensorTable table;
   GptqConfig config;  // config.format_name is the AWQ version
   AwqFormat format = AwqFormat::kGemm;
+  // LLM_AWQ (format llm-awq): the GEMV_FAST layout, its scaled zeros named
+  // P.scaled_zeros (AwqLayer::qzeros indexes that tensor): docs/awq.md section 4.
+  bool llm_awq = false;
   std::vector<AwqLayer> layers;  // in anchor order
 };
 

@@ -262,6 +262,65 @@ TEST_P(AwqPeerConvert, EveryTargetDecodesToTheManifestDequant) {
 
 INSTANTIATE_TEST_SUITE_P(Manifest, AwqPeerConvert, testing::ValuesIn(LoadCases()), CaseName);
 
+// The GEMV_FAST cases, read as LLM_AWQ.
+std::vector<Case> GemvFastCases() {
+  return qdtest::peer::LoadCases(kDir / "manifest.json",
+                                 [](const json& c) { return c["params"]["version"] == "gemv_fast"; });
+}
+
+class AwqPeerLlmAwq : public testing::TestWithParam<Case> {};
+
+TEST_P(AwqPeerLlmAwq, DecodesAsTheGemvFastCase) {
+  const Case& c = GetParam();
+  const std::string prefix = c.spec["params"]["tensor_prefix"].get<std::string>() + ".";
+  const std::string path = TensorPath(c.id);
+  const auto file = Load(path);
+  const auto expected = Load(kDir / (c.id + ".expected.safetensors"));
+  ASSERT_TRUE(file->ok && expected->ok);
+  // The header with P.qzeros renamed P.scaled_zeros; the data unchanged.
+  json header = json::parse(file->bytes.begin() + 8, file->bytes.begin() + 8 + file->container.header_length);
+  header[prefix + "scaled_zeros"] = header[prefix + "qzeros"];
+  header.erase(prefix + "qzeros");
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::vector<std::uint8_t> renamed;
+  for (int i = 0; i < 8; ++i) renamed.push_back(static_cast<std::uint8_t>(text.size() >> (8 * i)));
+  renamed.insert(renamed.end(), text.begin(), text.end());
+  renamed.insert(renamed.end(), file->bytes.begin() + 8 + file->container.header_length, file->bytes.end());
+  json config = json::parse(Configs(c.id)[0].bytes);
+  config["backend"] = "LLM-AWQ";  // read case-insensitively
+  const std::string tagged_text = config.dump();
+  const std::vector<qd::SideFile> tagged = {{Configs(c.id)[0].name, {tagged_text.begin(), tagged_text.end()}}};
+  const qd::ByteView llm{renamed.data(), renamed.size()};
+
+  const qd::codec::AwqResult r = qd::codec::ReadAwq(llm, path, tagged);
+  ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
+  EXPECT_TRUE(r.findings.empty());
+  EXPECT_TRUE(r.llm_awq);
+  EXPECT_EQ(r.config.format_name, "llm-awq");
+  EXPECT_EQ(r.config.method, "awq");
+  const qd::Outcome o = qd::codec::DecodeAwqFile(llm, path, tagged);
+  ASSERT_FALSE(o.refused);
+  ASSERT_EQ(o.tensors.size(), 1u);  // scaled_zeros consumed
+  EXPECT_EQ(o.tensors[0].name, prefix + "weight");
+  EXPECT_EQ(FirstDifference(o.tensors[0].values, FloatsReadByTheTests(expected->bytes, "dequant")), "");
+
+  const qd::codec::AwqResult names_alone = qd::codec::ReadAwq(file->View(), path, tagged);
+  ASSERT_TRUE(names_alone.refused);
+  EXPECT_EQ(names_alone.findings.back().rule, "AWQ-101");
+  EXPECT_EQ(names_alone.findings.back().field, "scaled_zeros");
+  const qd::codec::AwqResult tag_alone = qd::codec::ReadAwq(llm, path, Configs(c.id));
+  ASSERT_TRUE(tag_alone.refused);
+  EXPECT_EQ(tag_alone.findings.back().rule, "AWQ-101");
+  EXPECT_EQ(tag_alone.findings.back().field, "qzeros");
+  const qd::codec::GptqResult gptq = qd::codec::ReadGptq(llm, path, tagged);
+  ASSERT_TRUE(gptq.refused);
+  EXPECT_EQ(gptq.findings.back().rule, "CFG-005");
+  EXPECT_EQ(gptq.findings.back().field, "backend");
+}
+
+INSTANTIATE_TEST_SUITE_P(GemvFast, AwqPeerLlmAwq, testing::ValuesIn(GemvFastCases()), CaseName);
+
 TEST(AwqPeerManifest, HasEveryCase) {
   const std::vector<Case> cases = LoadCases();
   EXPECT_EQ(cases.size(), 10u);
