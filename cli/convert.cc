@@ -60,16 +60,22 @@ extern const std::string_view kConvertHelp =
     "it), and renamed into place only then; any refusal or failure leaves\n"
     "nothing behind.\n"
     "\n"
-    "Otherwise repacks every GPTQ layer of FILE into FORMAT (docs/gptq.md section 9):\n"
-    "  gptq     v1 continuous pack, zero points stored minus one\n"
-    "  gptq_v2  continuous pack, true zero points\n"
-    "  gptq_p   planar bit planes, true zero points\n"
+    "Otherwise repacks every layer of FILE, a GPTQ or an AWQ file, into FORMAT\n"
+    "(docs/gptq.md section 9 within GPTQ, docs/awq.md section 11 across):\n"
+    "  gptq      GPTQ v1 continuous pack, zero points stored minus one\n"
+    "  gptq_v2   GPTQ continuous pack, true zero points\n"
+    "  gptq_p    GPTQ planar bit planes, true zero points\n"
+    "  awq_gemm  AWQ GEMM (4-bit; from GPTQ only with g_idx = k / group_size)\n"
+    "  awq_gemv  AWQ GEMV (4-bit; padded group slots)\n"
     "and writes OUT plus OUT's config, STEM.quantize_config.json beside it (the\n"
-    "input's winning config with its format keys set to FORMAT), where check,\n"
-    "diff and decode find it. Every other tensor and the metadata are copied\n"
-    "unchanged (a gptq_checkpoint_format metadata entry is set to FORMAT).\n"
+    "input's winning config with its method and format keys set to FORMAT), where\n"
+    "check, diff and decode find it. Every other tensor and the metadata are\n"
+    "copied unchanged (a gptq_checkpoint_format metadata entry is set to a GPTQ\n"
+    "FORMAT, dropped for AWQ). AWQ GEMV_FAST is not converted (AWQ-203).\n"
     "\n"
-    "A zero point the target cannot hold is reported, never wrapped: a v1 zero\n"
+    "A zero point the target cannot hold is reported with its qzeros row and\n"
+    "element, never wrapped: across GPTQ and AWQ as rule AWQ-201 (an act-order\n"
+    "g_idx is AWQ-202, a width or shape AWQ-203). Within GPTQ: a v1 zero\n"
     "field of 2^bits-1 (zero 2^bits, warning GPTQ-107) has no v2 or planar form\n"
     "(overflow), a true zero 0 has no v1 form (underflow); 5, 6 and 7 bits exist\n"
     "only planar. Before OUT is kept the reference oracle reads it and must\n"
@@ -80,7 +86,8 @@ extern const std::string_view kConvertHelp =
     "kept. OUT and its config are written to new temporary files and renamed\n"
     "into place; they may not be an input or an existing non-regular file.\n"
     "\n"
-    "  --to FORMAT    gptq, gptq_v2, gptq_p or safetensors (required)\n"
+    "  --to FORMAT    gptq, gptq_v2, gptq_p, awq_gemm, awq_gemv or safetensors\n"
+    "                 (required)\n"
     "  --out FILE     the safetensors file to write (required); for a DIR, the\n"
     "                 new directory to create\n"
     "  --config FILE  FILE's quantize config; without it the config is looked up\n"
@@ -91,20 +98,7 @@ extern const std::string_view kConvertHelp =
     "      (nothing written), 2 usage error, unreadable FILE, or OUT unwritable\n"
     "      or not allowed (an existing OUTDIR)\n";
 
-namespace {
-
 using nlohmann::json;
-
-bool ParseTarget(const std::string& name, qd::codec::GptqFormat* out) {
-  for (qd::codec::GptqFormat f : {qd::codec::GptqFormat::kV1, qd::codec::GptqFormat::kV2,
-                                  qd::codec::GptqFormat::kPlanar}) {
-    if (name == qd::codec::GptqFormatName(f)) {
-      *out = f;
-      return true;
-    }
-  }
-  return false;
-}
 
 // OUT without ".safetensors", + ".quantize_config.json": the first name
 // config discovery tries beside OUT.
@@ -118,30 +112,118 @@ std::string ConfigPathFor(const std::string& out) {
   return stem + ".quantize_config.json";
 }
 
-// The winning config object with every format key naming the target. The
-// codec accepted the source, so it parses and (for config.json) holds a
-// quantization_config object.
-std::string ConvertedConfig(const qd::SideFile& winner, qd::codec::GptqFormat target) {
+// The winning config object with every format key naming FORMAT and every
+// method key naming METHOD (a conversion across families: docs/awq.md
+// section 11). The codec accepted the source, so it parses and (for
+// config.json) holds a quantization_config object.
+std::string ConvertedConfig(const qd::SideFile& winner, const char* method, const char* format) {
   json config = json::parse(winner.bytes.begin(), winner.bytes.end(), nullptr, false);
   if (std::filesystem::path(winner.name).filename() == "config.json") {
     config = config["quantization_config"];
   }
-  const std::string name = qd::codec::GptqFormatName(target);
-  bool named = false;
-  for (const char* key : {"format", "checkpoint_format", "version"}) {
-    if (config.contains(key) && !config[key].is_null()) {
-      config[key] = name;
-      named = true;
+  auto name_present = [&](std::initializer_list<const char*> keys, const char* value) {
+    bool named = false;
+    for (const char* key : keys) {
+      if (config.contains(key) && !config[key].is_null()) {
+        config[key] = value;
+        named = true;
+      }
     }
-  }
-  if (!named) {
-    config["format"] = name;
-    config["checkpoint_format"] = name;
+    return named;
+  };
+  name_present({"method", "quant_method"}, method);
+  // The words are I32 in every format a conversion writes (CFG-008).
+  name_present({"pack_dtype"}, "int32");
+  if (!name_present({"format", "checkpoint_format", "version"}, format)) {
+    config["format"] = format;
+    config["checkpoint_format"] = format;
   }
   return config.dump(2) + "\n";
 }
 
-}  // namespace
+const qd::SideFile* WinningSource(const qd::harness::SideFiles& side_files, const std::string& source) {
+  for (const qd::SideFile& s : side_files) {
+    if (s.name == source) return &s;
+  }
+  return nullptr;
+}
+
+std::vector<std::uint8_t> RewrittenFile(const qd::codec::Container& container,
+                                        std::vector<TensorEdit> edits, const char* checkpoint_format) {
+  std::vector<qd::codec::TensorWithBytes> tensors;
+  for (std::size_t i = 0; i < container.tensors.size(); ++i) {
+    const qd::codec::TensorEntry& t = container.tensors[i];
+    TensorEdit& edit = edits[i];
+    if (!edit.drop) {
+      qd::codec::TensorWithBytes w;
+      w.spec = {t.name, std::string(qd::codec::InfoOf(t.dtype).name), t.shape, t.end - t.begin};
+      if (edit.shape) w.spec.shape.assign(edit.shape->begin(), edit.shape->end());
+      if (edit.bytes) {
+        w.spec.byte_size = edit.bytes->size();
+        w.bytes = std::move(*edit.bytes);
+      } else {
+        const std::uint8_t* data = container.Data(t);
+        w.bytes.assign(data, data + (t.end - t.begin));
+      }
+      tensors.push_back(std::move(w));
+    }
+    for (qd::codec::TensorWithBytes& added : edit.after) tensors.push_back(std::move(added));
+  }
+  qd::codec::MetadataList metadata;
+  for (const auto& [key, value] : container.metadata) {
+    if (key != "gptq_checkpoint_format") {
+      metadata.emplace_back(key, value);
+    } else if (checkpoint_format != nullptr) {
+      metadata.emplace_back(key, checkpoint_format);
+    }
+  }
+  return qd::codec::SerializeSafetensors(tensors, container.has_metadata ? &metadata : nullptr);
+}
+
+int KeepIfFaithful(const ConvertSource& source, const char* target_family,
+                   std::vector<std::uint8_t> converted, const std::string& config_text,
+                   const std::string& out, const SideFilesBesideOut& beside_out,
+                   GptqConversion* result, std::string* error) {
+  const std::string config_path = ConfigPathFor(out);
+  // OUT is read with the configs `check OUT` will find beside it once the
+  // new config is in place, not with the new config alone: a folder's
+  // quantize_config.json that disagrees makes the output CFG-010 (issue 9
+  // section 2), and that is refused here, not left behind.
+  qd::harness::SideFiles output_side_files;
+  if (!beside_out({{config_path, std::vector<std::uint8_t>(config_text.begin(), config_text.end())}},
+                  &output_side_files, error)) {
+    return kExitUsage;
+  }
+  const qd::ByteView converted_view{converted.data(), converted.size()};
+  const int verdict = VerifyAsCheckWould(converted_view, out, output_side_files, error);
+  if (verdict != kExitOk) {
+    if (verdict == kExitFound) result->refusal = ConvertRefusal::kCheckRefuses;
+    return verdict;
+  }
+
+  // The oracle reads both files; every weight must decode to the same bits.
+  const qd::Outcome before =
+      qd::harness::FindFormat(source.family)->oracle_read(source.bytes, source.path, source.side_files);
+  const qd::Outcome after =
+      qd::harness::FindFormat(target_family)->oracle_read(converted_view, out, output_side_files);
+  std::string mismatch;
+  if (before.refused || after.refused) {
+    mismatch = before.refused ? "the oracle refuses the input" : "the oracle refuses the output";
+  } else if (auto d = qd::harness::Compare(qd::Outcome{false, {}, after.tensors},
+                                           qd::Outcome{false, {}, before.tensors}, "convert")) {
+    mismatch = "the output decodes differently: " + d->signature + ": " + d->detail;
+  }
+  if (!mismatch.empty()) {
+    std::fprintf(stderr, "quantdiff convert: %s; nothing written\n",
+                 qd::reports::ForTerminal(mismatch).c_str());
+    result->refusal = ConvertRefusal::kOracleDiffers;
+    return kExitFound;
+  }
+  result->file = std::move(converted);
+  result->config_path = config_path;
+  result->config_text = config_text;
+  return kExitOk;
+}
 
 int ConvertGptq(qd::ByteView bytes, const std::string& path, const qd::harness::SideFiles& side_files,
                 qd::codec::GptqFormat target, const std::string& out,
@@ -163,8 +245,8 @@ int ConvertGptq(qd::ByteView bytes, const std::string& path, const qd::harness::
 
   // A file's table: the container it was read from (ReadGptq reads one file).
   const qd::codec::Container& container = *read.table.container();
-  // Every layer's new words, by tensor index; the rest is copied.
-  std::vector<std::vector<std::uint8_t>> replaced(container.tensors.size());
+  // Every layer's new words, by tensor index (shapes kept); the rest is copied.
+  std::vector<TensorEdit> edits(container.tensors.size());
   for (const qd::codec::GptqLayer& layer : read.layers) {
     qd::codec::GptqPacked packed;
     qd::codec::GptqPackError pack_error;
@@ -182,85 +264,20 @@ int ConvertGptq(qd::ByteView bytes, const std::string& path, const qd::harness::
       result->refusal = ConvertRefusal::kTargetCannotHold;
       return kExitFound;
     }
-    auto words = [](const std::vector<std::int32_t>& w) {
-      std::vector<std::uint8_t> b(w.size() * 4);
-      for (std::size_t i = 0; i < w.size(); ++i) {
-        const auto u = static_cast<std::uint32_t>(w[i]);
-        for (int k = 0; k < 4; ++k) b[4 * i + k] = static_cast<std::uint8_t>(u >> (8 * k));
-      }
-      return b;
-    };
-    replaced[layer.qweight] = words(packed.qweight);
-    replaced[layer.qzeros] = words(packed.qzeros);
+    edits[layer.qweight].bytes = qd::codec::I32WordBytes(packed.qweight);
+    edits[layer.qzeros].bytes = qd::codec::I32WordBytes(packed.qzeros);
   }
-
-  std::vector<qd::codec::TensorWithBytes> tensors;
-  for (std::size_t i = 0; i < container.tensors.size(); ++i) {
-    const qd::codec::TensorEntry& t = container.tensors[i];
-    qd::codec::TensorWithBytes w;
-    w.spec = {t.name, std::string(qd::codec::InfoOf(t.dtype).name), t.shape, t.end - t.begin};
-    if (!replaced[i].empty()) {
-      w.bytes = std::move(replaced[i]);
-    } else {
-      const std::uint8_t* data = container.Data(t);
-      w.bytes.assign(data, data + (t.end - t.begin));
-    }
-    tensors.push_back(std::move(w));
-  }
-  qd::codec::MetadataList metadata = container.metadata;
-  for (auto& [key, value] : metadata) {
-    if (key == "gptq_checkpoint_format") value = qd::codec::GptqFormatName(target);
-  }
-  std::vector<std::uint8_t> converted =
-      qd::codec::SerializeSafetensors(tensors, container.has_metadata ? &metadata : nullptr);
-  const qd::SideFile* winner = nullptr;
-  for (const qd::SideFile& s : side_files) {
-    if (s.name == read.config.source) winner = &s;
-  }
+  const qd::SideFile* winner = WinningSource(side_files, read.config.source);
   if (winner == nullptr) {
     *error = "the winning config source went missing";
     return kExitUsage;
   }
-  const std::string config_text = ConvertedConfig(*winner, target);
-  const std::string config_path = ConfigPathFor(out);
-
-  // OUT is read with the configs `check OUT` will find beside it once the
-  // new config is in place, not with the new config alone: a folder's
-  // quantize_config.json that disagrees makes the output CFG-010 (issue 9
-  // section 2), and that is refused here, not left behind.
-  qd::harness::SideFiles output_side_files;
-  if (!beside_out({{config_path, std::vector<std::uint8_t>(config_text.begin(), config_text.end())}},
-                  &output_side_files, error)) {
-    return kExitUsage;
-  }
-  const qd::ByteView converted_view{converted.data(), converted.size()};
-  const int verdict = VerifyAsCheckWould(converted_view, out, output_side_files, error);
-  if (verdict != kExitOk) {
-    if (verdict == kExitFound) result->refusal = ConvertRefusal::kCheckRefuses;
-    return verdict;
-  }
-
-  // The oracle reads both files; every weight must decode to the same bits.
-  const qd::harness::FormatEntry& gptq = *qd::harness::FindFormat("gptq");
-  const qd::Outcome before = gptq.oracle_read(bytes, path, side_files);
-  const qd::Outcome after = gptq.oracle_read(converted_view, out, output_side_files);
-  std::string mismatch;
-  if (before.refused || after.refused) {
-    mismatch = before.refused ? "the oracle refuses the input" : "the oracle refuses the output";
-  } else if (auto d = qd::harness::Compare(qd::Outcome{false, {}, after.tensors},
-                                           qd::Outcome{false, {}, before.tensors}, "convert")) {
-    mismatch = "the output decodes differently: " + d->signature + ": " + d->detail;
-  }
-  if (!mismatch.empty()) {
-    std::fprintf(stderr, "quantdiff convert: %s; nothing written\n",
-                 qd::reports::ForTerminal(mismatch).c_str());
-    result->refusal = ConvertRefusal::kOracleDiffers;
-    return kExitFound;
-  }
-
-  result->file = std::move(converted);
-  result->config_path = config_path;
-  result->config_text = config_text;
+  const int verdict = KeepIfFaithful(
+      {bytes, path, side_files, "gptq"}, "gptq",
+      RewrittenFile(container, std::move(edits), qd::codec::GptqFormatName(target)),
+      ConvertedConfig(*winner, "gptq", qd::codec::GptqFormatName(target)), out, beside_out, result,
+      error);
+  if (verdict != kExitOk) return verdict;
   result->from = qd::codec::GptqFormatName(read.config.format);
   result->layers = read.layers.size();
   return kExitOk;
@@ -282,9 +299,10 @@ int RunConvert(const std::vector<std::string>& argv) {
     if (IsDirectory(path)) return RunConvertDir(path, *out);
     return RunConvertPt(path, *out);
   }
-  qd::codec::GptqFormat target{};
-  if (!to || !ParseTarget(*to, &target)) {
-    return UsageError("convert", "--to must be gptq, gptq_v2, gptq_p or safetensors");
+  ConvertTarget target;
+  if (!to || !ParseConvertTarget(*to, &target)) {
+    return UsageError("convert",
+                      "--to must be gptq, gptq_v2, gptq_p, awq_gemm, awq_gemv or safetensors");
   }
 
   if (!CheckOutputTarget(*out, {path}, &error) ||
@@ -299,7 +317,7 @@ int RunConvert(const std::vector<std::string>& argv) {
   for (const qd::SideFile& side : side_files) inputs.push_back(side.name);
 
   GptqConversion converted;
-  const int verdict = ConvertGptq(
+  const int verdict = ConvertQuantized(
       file.View(), path, side_files, target, *out,
       [&](const qd::harness::SideFiles& pending, qd::harness::SideFiles* found, std::string* e) {
         return SideFilesAfterWriting(*out, pending, found, e);

@@ -122,7 +122,7 @@ const std::vector<Verb>& Verbs() {
       {"check", "check files against the rules (codec, no decoding)", kCheckHelp, &RunCheck},
       {"decode", "decode a file to an F32 safetensors file", kDecodeHelp, &RunDecode},
       {"diff", "read files with codec and oracle and compare", kDiffHelp, &RunDiff},
-      {"convert", "repack GPTQ as gptq, gptq_v2 or gptq_p; a torch .pt/.bin or model directory as safetensors",
+      {"convert", "repack GPTQ / AWQ as gptq, gptq_v2, gptq_p, awq_gemm or awq_gemv; a torch .pt/.bin or model directory as safetensors",
        kConvertHelp, &RunConvert},
       {"campaign", "generate instances of every format and compare for N seconds",
        kCampaignHelp, &RunCampaign},

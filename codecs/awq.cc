@@ -49,7 +49,7 @@ bool IsAwqLayer(const TensorTable& table, const QuantLayerPlan& plan) {
 
 AwqFormat FormatOf(const std::string& name) {
   if (name == "gemv") return AwqFormat::kGemv;
-  if (name == "gemv_fast") return AwqFormat::kGemvFast;
+  if (name == "gemv_fast" || name == "llm-awq") return AwqFormat::kGemvFast;
   return AwqFormat::kGemm;
 }
 
@@ -164,7 +164,7 @@ bool LayerChecker::CheckPadding(const AwqLayer& l) {
   }
   // GEMV_FAST: rows G..8Z-1 of qzeros, then of scales (both F16).
   const std::array<std::pair<std::size_t, const char*>, 2> grids = {
-      {{l.qzeros, "qzeros"}, {l.scales, "scales"}}};
+      {{l.qzeros, r_->llm_awq ? "scaled_zeros" : "qzeros"}, {l.scales, "scales"}}};
   for (const auto& [tensor, field] : grids) {
     const std::uint8_t* data = tensor == l.qzeros ? qz : sc;
     for (std::uint64_t g = G; g < slots; ++g) {
@@ -181,8 +181,25 @@ bool LayerChecker::CheckPadding(const AwqLayer& l) {
 }
 
 // A1..A11 for one layer (docs/awq.md section 5).
-bool LayerChecker::Check(const QuantLayerPlan& plan, AwqLayer* layer) {
-  static constexpr std::array<const char*, 3> kRequired = {"qweight", "qzeros", "scales"};
+bool LayerChecker::Check(const QuantLayerPlan& discovered, AwqLayer* layer) {
+  // LLM_AWQ names its zero member scaled_zeros (docs/awq.md section 4): that
+  // sibling takes the qzeros slot, and a P.qzeros there is an unknown sibling.
+  const char* zeros = r_->llm_awq ? "scaled_zeros" : "qzeros";
+  QuantLayerPlan plan = discovered;
+  if (r_->llm_awq) {
+    std::size_t named = kGptqNoTensor;
+    for (std::size_t s : plan.siblings) {
+      if (T(s).name == plan.prefix + "scaled_zeros") named = s;
+    }
+    std::erase(plan.siblings, named);
+    if (plan.member[kQzeros] != kGptqNoTensor) {
+      plan.siblings.push_back(plan.member[kQzeros]);
+      std::sort(plan.siblings.begin(), plan.siblings.end(),
+                [&](std::size_t a, std::size_t b) { return r_->table.InStorageOrder(a, b); });
+    }
+    plan.member[kQzeros] = named;
+  }
+  const std::array<const char*, 3> kRequired = {"qweight", zeros, "scales"};
   const std::string anchor(T(plan.anchor).name);
   // A1 AWQ-101.
   for (int m = 0; m < 3; ++m) {
@@ -314,7 +331,7 @@ bool LayerChecker::Check(const QuantLayerPlan& plan, AwqLayer* layer) {
       break;
     case AwqFormat::kGemvFast:
       if (!CheckFinite(layer->scales, "scales", scales.shape[0], scales.shape[1], true, g64)) return false;
-      if (!CheckFinite(layer->qzeros, "qzeros", qzeros.shape[0], qzeros.shape[1], true, g64)) return false;
+      if (!CheckFinite(layer->qzeros, zeros, qzeros.shape[0], qzeros.shape[1], true, g64)) return false;
       break;
   }
   // A11 AWQ-006.
@@ -357,6 +374,7 @@ AwqResult ReadAwqTable(TensorTable table, const std::string& file_name,
     return result;
   }
   result.format = FormatOf(result.config.format_name);
+  result.llm_awq = result.config.format_name == "llm-awq";
   LayerChecker checker(&result, file_name);
   for (const QuantLayerPlan& plan : DiscoverLayers(result.table, StorageOrder(result.table))) {
     AwqLayer layer;

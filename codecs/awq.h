@@ -47,6 +47,9 @@ struct AwqResult {
   TensorTable table;
   GptqConfig config;  // config.format_name is the AWQ version
   AwqFormat format = AwqFormat::kGemm;
+  // LLM_AWQ (format llm-awq): the GEMV_FAST layout, its scaled zeros named
+  // P.scaled_zeros (AwqLayer::qzeros indexes that tensor): docs/awq.md section 4.
+  bool llm_awq = false;
   std::vector<AwqLayer> layers;  // in anchor order
 };
 
@@ -122,6 +125,50 @@ std::int64_t AwqZerosWidth(std::int64_t in_features, std::int64_t group_size);
 // The codes [K][N] and, GEMM/GEMV, the integer zeros [G][N] of a checked layer.
 void AwqUnpack(const AwqLayerView& layer, std::vector<std::int32_t>* codes,
                std::vector<std::int32_t>* zeros);
+
+// ---- Conversions across GPTQ and AWQ (codecs/awq_convert.cc, section 11) --
+
+// A 4-bit layer as plain fields, from which every GPTQ format and AWQ GEMM /
+// GEMV is built: the meeting point of `quantdiff convert` across families.
+struct QuantFields {
+  std::int64_t in_features = 0;   // K
+  std::int64_t out_features = 0;  // N
+  std::int64_t groups = 0;        // G; group of k is k / (K / G)
+  std::vector<std::int32_t> codes;   // [K][N]
+  std::vector<std::int32_t> zeros;   // [G][N] true zero points (GPTQ v1: field + 1)
+  std::vector<std::uint8_t> scales;  // [G][N] elements of scales_dtype, bits as stored
+  Dtype scales_dtype = Dtype::kF16;
+};
+
+// A layer's tensors in the target layout (little-endian words).
+struct QuantTensors {
+  std::vector<std::uint8_t> qweight;
+  std::vector<std::int64_t> qweight_shape;
+  std::vector<std::uint8_t> qzeros;
+  std::vector<std::int64_t> qzeros_shape;
+  std::vector<std::uint8_t> scales;  // scales_dtype of the fields
+  std::vector<std::int64_t> scales_shape;
+  std::vector<std::uint8_t> g_idx;  // I32 [K], GPTQ targets only
+};
+
+// WORDS as little-endian I32 bytes.
+std::vector<std::uint8_t> I32WordBytes(const std::vector<std::int32_t>& words);
+
+// The fields of a checked GPTQ layer read with the config's GROUP_SIZE (-1
+// or >= 1). False with *error (rule AWQ-202 or AWQ-203) when AWQ cannot hold
+// its group map (GROUP_SIZE must divide K, as AWQ-005 will ask) or its width.
+bool FieldsOfGptq(const GptqLayerView& layer, std::int64_t group_size, QuantFields* out,
+                  GptqPackError* error);
+// The fields of a checked AWQ layer; GEMV_FAST (scaled zeros, no integer
+// zero) is AWQ-203.
+bool FieldsOfAwq(const AwqLayerView& layer, QuantFields* out, GptqPackError* error);
+// FIELDS packed as a GPTQ format (g_idx = k / (K / G)) or as an AWQ version.
+// False with *error: a zero point the target cannot hold (AWQ-201, row =
+// group, column = output), a geometry it cannot hold (AWQ-203).
+bool PackFieldsAsGptq(const QuantFields& fields, GptqFormat target, QuantTensors* out,
+                      GptqPackError* error);
+bool PackFieldsAsAwq(const QuantFields& fields, AwqFormat target, QuantTensors* out,
+                     GptqPackError* error);
 
 }  // namespace qd::codec
 

@@ -46,7 +46,7 @@ struct KeySpec {
 };
 
 // The table of docs/gptq.md section 1, rows in order, aliases in listed order.
-constexpr std::array<KeySpec, 16> kKeys = {{
+constexpr std::array<KeySpec, 17> kKeys = {{
     {"method", JsonType::kString},        {"quant_method", JsonType::kString},
     {"format", JsonType::kString},        {"checkpoint_format", JsonType::kString},
     {"version", JsonType::kString},       {"bits", JsonType::kInteger},
@@ -55,6 +55,7 @@ constexpr std::array<KeySpec, 16> kKeys = {{
     {"sym", JsonType::kBoolean},          {"zero_point", JsonType::kBoolean},
     {"desc_act", JsonType::kBoolean},     {"pack_dtype", JsonType::kString},
     {"is_marlin_format", JsonType::kBoolean}, {"dynamic", JsonType::kObject},
+    {"backend", JsonType::kString},
 }};
 
 constexpr std::array<const char*, 2> kMethodKeys = {"method", "quant_method"};
@@ -142,6 +143,12 @@ Resolved Resolve(const json& obj, QuantFamily family) {
   if (r.method.key == nullptr) r.method.text = awq ? "awq" : "gptq";
   r.format = FirstPresent(obj, kFormatKeys, false);
   if (r.format.key == nullptr) r.format.text = awq ? "gemm" : "gptq";
+  // The AWQ producer tag backend "llm-awq" forces method awq and format
+  // llm-awq over every key of their groups (spec 004; docs/awq.md section 3).
+  if (const json* b = Present(obj, "backend"); b != nullptr && AsciiLower(b->get<std::string>()) == "llm-awq") {
+    r.method = GroupValue{"backend", "awq"};
+    r.format = GroupValue{"backend", "llm-awq"};
+  }
   r.bits = FirstPresent(obj, kBitsKeys, true);
   r.group_size = FirstPresent(obj, kGroupKeys, true);
   if (const json* s = Present(obj, "sym")) {
@@ -422,7 +429,8 @@ bool Checker::CheckWinner(const Source& w, Resolved* resolved) {
   if (gptq && !format) {
     return ConfigError("CFG-005", w.name, r.format.key != nullptr ? r.format.key : "format",
                        "format \"" + r.format.text + "\" is not gptq, gptq_v2 or gptq_p" +
-                           (r.format.text == "gemm" || r.format.text == "gemv" || r.format.text == "gemv_fast"
+                           (r.format.text == "gemm" || r.format.text == "gemv" || r.format.text == "gemv_fast" ||
+                                    r.format.text == "llm-awq"
                                 ? ": an AWQ version, but the file's layers are GPTQ's"
                                 : ""));
   }
@@ -478,9 +486,9 @@ bool Checker::CheckAwqLabel(const Source& w, const Resolved& r) {
                            "\" is not awq, but the file's layers are AWQ's (docs/awq.md section 2)");
   }
   const std::string& f = r.format.text;
-  if (f != "gemm" && f != "gemv" && f != "gemv_fast") {
+  if (f != "gemm" && f != "gemv" && f != "gemv_fast" && f != "llm-awq") {
     return ConfigError("CFG-005", w.name, r.format.key != nullptr ? r.format.key : "format",
-                       "format \"" + f + "\" is not gemm, gemv or gemv_fast");
+                       "format \"" + f + "\" is not gemm, gemv, gemv_fast or llm-awq");
   }
   return true;
 }

@@ -179,6 +179,7 @@ struct GptqPackError {
   std::int64_t row = -1;
   std::int64_t column = -1;
   std::string message;
+  std::string rule;  // a conversion across families: AWQ-201..203 (docs/awq.md section 11)
 };
 
 struct GptqPacked {

@@ -162,8 +162,9 @@ bool NonFinite(const TableTensor& t, std::uint64_t i) {
   return (h & 0x7C00u) == 0x7C00u;
 }
 
+// ZEROS: the zero member's name, qzeros, or LLM_AWQ's scaled_zeros.
 bool CheckLayer(const std::vector<TableTensor>& tensors, const QuantLayer& layer,
-                const QuantSettings& settings, Report& report, Geometry* out) {
+                const QuantSettings& settings, const char* zeros, Report& report, Geometry* out) {
   auto at = [&](int i) -> const TableTensor& { return tensors[static_cast<std::size_t>(i)]; };
   const std::string& p = layer.prefix;
   const std::string& version = settings.format;
@@ -172,7 +173,7 @@ bool CheckLayer(const std::vector<TableTensor>& tensors, const QuantLayer& layer
   const struct {
     int index;
     const char* suffix;
-  } required[] = {{layer.qweight, "qweight"}, {layer.qzeros, "qzeros"}, {layer.scales, "scales"}};
+  } required[] = {{layer.qweight, "qweight"}, {layer.qzeros, zeros}, {layer.scales, "scales"}};
   for (const auto& r : required) {
     if (r.index < 0) {
       return report.Error("AWQ-101", at(layer.anchor).name, r.suffix, kHeaderOffset,
@@ -309,7 +310,7 @@ bool CheckLayer(const std::vector<TableTensor>& tensors, const QuantLayer& layer
     for (std::uint64_t r = 0; r < real_rows; ++r) {
       for (std::uint64_t c = 0; c < real_cols; ++c) {
         if (NonFinite(*grid, r * cols + c)) {
-          const char* field = grid == &scales ? "scales" : "qzeros";
+          const char* field = grid == &scales ? "scales" : zeros;
           return report.Error("AWQ-106", grid->name, field,
                               ByteOffsetOf(*grid, (r * cols + c) * Bytes(grid->dtype)),
                               std::string(field) + " element (" + std::to_string(r) + ", " +
@@ -351,7 +352,7 @@ bool CheckLayer(const std::vector<TableTensor>& tensors, const QuantLayer& layer
       for (std::uint64_t g = g_count; g < 8 * out->z; ++g) {
         for (std::uint64_t n = 0; n < out->n; ++n) {
           if (LoadU16(grid->data + 2 * (g * out->n + n)) != 0) {
-            const char* field = grid == &scales ? "scales" : "qzeros";
+            const char* field = grid == &scales ? "scales" : zeros;
             return report.Error("AWQ-006", grid->name, field,
                                 ByteOffsetOf(*grid, 2 * (g * out->n + n)),
                                 std::string(field) + " row " + std::to_string(g) +
@@ -452,10 +453,33 @@ bool StreamAwqTable(const MergedTable& table, const std::string& file_name,
   if (!CheckQuantConfigs("awq", configs, file_name, outcome, &settings)) return false;
   Report report{outcome, file_name};
   const std::vector<TableTensor>& tensors = table.tensors;
-  const std::vector<QuantLayer> found = FindQuantLayers(tensors);
+  std::vector<QuantLayer> found = FindQuantLayers(tensors);
+  // LLM_AWQ (docs/awq.md section 4) is GEMV_FAST's layout with the scaled
+  // zeros in P.scaled_zeros: that tensor is the layer's zero member, and a
+  // P.qzeros beside it is a tensor of no member.
+  const char* zeros = "qzeros";
+  if (settings.format == "llm-awq") {
+    zeros = "scaled_zeros";
+    settings.format = "gemv_fast";
+    for (QuantLayer& layer : found) {
+      int scaled = -1;
+      std::vector<int> others;
+      for (const int s : layer.siblings) {
+        if (tensors[static_cast<std::size_t>(s)].name == layer.prefix + "scaled_zeros") {
+          scaled = s;
+        } else {
+          others.push_back(s);
+        }
+      }
+      if (layer.qzeros >= 0) others.push_back(layer.qzeros);
+      std::sort(others.begin(), others.end());
+      layer.siblings = others;
+      layer.qzeros = scaled;
+    }
+  }
   std::vector<Geometry> geometry(found.size());
   for (std::size_t l = 0; l < found.size(); ++l) {
-    if (!CheckLayer(tensors, found[l], settings, report, &geometry[l])) return false;
+    if (!CheckLayer(tensors, found[l], settings, zeros, report, &geometry[l])) return false;
   }
   // Section 7: a layer's weight where its qweight is; its scales and qzeros
   // are consumed; every other floating tensor widened; other integers left out.

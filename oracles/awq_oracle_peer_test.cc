@@ -6,6 +6,10 @@
 // or its scaled zeros expected.scaled_zeros (GEMV_FAST); P+weight equals
 // expected.dequant bit for bit; PackAwq gives the stored qweight and qzeros
 // words back; the GPTQ oracle refuses the same file and config with CFG-005.
+// LLM_AWQ, from each GEMV_FAST case as spec 004 describes it (no upstream
+// LLM_AWQ vector exists here): the same bytes with the scaled zeros named
+// P.scaled_zeros and the config tagged backend llm-awq decode to the case's
+// dequant; either half alone is AWQ-101 naming the missing zero member.
 // JSON is read with the oracle's own parser.
 #include <gtest/gtest.h>
 
@@ -146,14 +150,81 @@ TEST_P(AwqPeerCase, MatchesTheUpstreamPackers) {
   EXPECT_EQ(gptq.findings.back().rule, "CFG-005") << Describe(gptq);
 }
 
+// FILE with its tensor FROM renamed TO (the header rebuilt, data unchanged).
+Bytes Renamed(const Bytes& file, const std::string& from, const std::string& to) {
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = n * 256 + file[static_cast<std::size_t>(i)];
+  std::string header(file.begin() + 8, file.begin() + 8 + static_cast<std::ptrdiff_t>(n));
+  header.replace(header.find("\"" + from + "\""), from.size() + 2, "\"" + to + "\"");
+  header.append((8 - header.size() % 8) % 8, ' ');
+  Bytes out;
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(header.size() >> (8 * i)));
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), file.begin() + 8 + static_cast<std::ptrdiff_t>(n), file.end());
+  return out;
+}
+
+class AwqPeerLlmAwq : public ::testing::TestWithParam<PeerCase> {};
+
+TEST_P(AwqPeerLlmAwq, DecodesAsTheGemvFastCase) {
+  const PeerCase& peer = GetParam();
+  const std::string path = kPeerDir + "/" + peer.id + ".safetensors";
+  const std::string config_path = kPeerDir + "/" + peer.id + ".quantize_config.json";
+  const Bytes file = ReadBytes(path);
+  const Bytes llm_file = Renamed(file, peer.prefix + "qzeros", peer.prefix + "scaled_zeros");
+  const Bytes config = ReadBytes(config_path);
+  std::string tagged_text(config.begin(), config.end());
+  tagged_text.insert(tagged_text.find('{') + 1, "\"backend\": \"llm-awq\", ");
+  const std::vector<qd::SideFile> tagged = {{config_path, Bytes(tagged_text.begin(), tagged_text.end())}};
+  RawTensor dequant;
+  ASSERT_TRUE(ReadRawTensor(ReadBytes(kPeerDir + "/" + peer.id + ".expected.safetensors"), "dequant", &dequant));
+
+  const qd::Outcome outcome = ReadAwqFile(View(llm_file), path, tagged);
+  ASSERT_FALSE(outcome.refused) << Describe(outcome);
+  EXPECT_TRUE(outcome.findings.empty()) << Describe(outcome);
+  const qd::DecodedTensor* weight = FindDecoded(outcome, peer.prefix + "weight");
+  ASSERT_NE(weight, nullptr);
+  EXPECT_EQ(FirstBitDifference(weight->values, Floats(dequant)), -1);
+  EXPECT_EQ(outcome.tensors.size(), peer.bias ? 2u : 1u);  // scaled_zeros consumed
+
+  // Each half alone: the zero member the label names is missing.
+  const qd::Outcome untagged_names = ReadAwqFile(View(file), path, tagged);
+  ASSERT_TRUE(untagged_names.refused);
+  EXPECT_EQ(untagged_names.findings.back().rule, "AWQ-101");
+  EXPECT_EQ(untagged_names.findings.back().field, "scaled_zeros");
+  const qd::Outcome untagged_config =
+      ReadAwqFile(View(llm_file), path, {{config_path, config}});
+  ASSERT_TRUE(untagged_config.refused);
+  EXPECT_EQ(untagged_config.findings.back().rule, "AWQ-101");
+  EXPECT_EQ(untagged_config.findings.back().field, "qzeros");
+  // The GPTQ oracle: the tag says awq (CFG-005 on the backend key).
+  const qd::Outcome gptq = ReadGptqFile(View(llm_file), path, tagged);
+  ASSERT_TRUE(gptq.refused);
+  EXPECT_EQ(gptq.findings.back().rule, "CFG-005") << Describe(gptq);
+  EXPECT_EQ(gptq.findings.back().field, "backend");
+}
+
+std::string CaseTestName(const ::testing::TestParamInfo<PeerCase>& info) {
+  std::string name = info.param.id;
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
+}
+
 INSTANTIATE_TEST_SUITE_P(Manifest, AwqPeerCase, ::testing::ValuesIn(LoadCases()),
-                         [](const ::testing::TestParamInfo<PeerCase>& info) {
-                           std::string name = info.param.id;
-                           for (char& ch : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return name;
-                         });
+                         CaseTestName);
+
+// LLM_AWQ is GEMV_FAST's layout: its cases only.
+std::vector<PeerCase> GemvFastCases() {
+  std::vector<PeerCase> cases;
+  for (const PeerCase& c : LoadCases()) {
+    if (c.version == "gemv_fast") cases.push_back(c);
+  }
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(GemvFast, AwqPeerLlmAwq, ::testing::ValuesIn(GemvFastCases()),
+                         CaseTestName);
 
 }  // namespace
 }  // namespace qd::oracle

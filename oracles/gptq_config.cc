@@ -48,6 +48,7 @@ constexpr KeySpec kKeys[] = {
     {"sym", KeyType::kBoolean},         {"zero_point", KeyType::kBoolean},
     {"desc_act", KeyType::kBoolean},    {"pack_dtype", KeyType::kString},
     {"is_marlin_format", KeyType::kBoolean}, {"dynamic", KeyType::kObject},
+    {"backend", KeyType::kString},
 };
 constexpr int kKeyCount = sizeof(kKeys) / sizeof(kKeys[0]);
 
@@ -259,6 +260,20 @@ Resolved ResolveString(const Config& config, const std::vector<const char*>& key
   return resolved;
 }
 
+// The producer tag backend "llm-awq" (any case) decides method awq and
+// format llm-awq whatever their keys say (spec 004, docs/awq.md section 3).
+bool TaggedLlmAwq(const Config& config) {
+  return config.Get("backend").present && AsciiLower(config.Get("backend").text) == "llm-awq";
+}
+Resolved ResolveMethod(const Config& config, const std::string& fallback) {
+  if (TaggedLlmAwq(config)) return {true, "backend", "awq", 0};
+  return ResolveString(config, MethodKeys(), "method", fallback);
+}
+Resolved ResolveFormat(const Config& config, const std::string& fallback) {
+  if (TaggedLlmAwq(config)) return {true, "backend", "llm-awq", 0};
+  return ResolveString(config, FormatKeys(), "format", fallback);
+}
+
 Resolved ResolveInteger(const Config& config, const std::vector<const char*>& keys) {
   Resolved resolved;
   for (const char* key : keys) {
@@ -358,7 +373,7 @@ bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings*
   // C5 CFG-005: method gptq; format gptq, gptq_v2 or gptq_p. An AWQ reader
   // wants method awq and format gemm, gemv or gemv_fast (docs/awq.md
   // section 3); a label of the other family names both.
-  const Resolved method = ResolveString(w, MethodKeys(), "method", default_method);
+  const Resolved method = ResolveMethod(w, default_method);
   if (method.text != default_method) {
     std::string both;
     if (!awq && method.text == "awq") both = " (an AWQ label on a file of GPTQ layers)";
@@ -366,16 +381,17 @@ bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings*
     return report.Error("CFG-005", file, "", method.key, kNoOffset,
                         "the method " + Quote(method.text) + " is not " + default_method + both);
   }
-  const Resolved format = ResolveString(w, FormatKeys(), "format", default_format);
+  const Resolved format = ResolveFormat(w, default_format);
   const bool format_known =
-      awq ? format.text == "gemm" || format.text == "gemv" || format.text == "gemv_fast"
+      awq ? format.text == "gemm" || format.text == "gemv" || format.text == "gemv_fast" ||
+                format.text == "llm-awq"
           : format.text == "gptq" || format.text == "gptq_v2" || format.text == "gptq_p";
   if (!format_known) {
-    const bool awq_version =
-        format.text == "gemm" || format.text == "gemv" || format.text == "gemv_fast";
+    const bool awq_version = format.text == "gemm" || format.text == "gemv" ||
+                             format.text == "gemv_fast" || format.text == "llm-awq";
     return report.Error("CFG-005", file, "", format.key, kNoOffset,
                         "the format " + Quote(format.text) + " is not " +
-                            (awq ? "gemm, gemv or gemv_fast"
+                            (awq ? "gemm, gemv, gemv_fast or llm-awq"
                                  : std::string("gptq, gptq_v2 or gptq_p") +
                                        (awq_version ? " (an AWQ version on a file of GPTQ layers)" : "")));
   }
@@ -431,8 +447,8 @@ bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings*
   // format (defaults applied), bits and group_size (when it gives them).
   for (std::size_t i = 1; i < configs.size(); ++i) {
     const Config& other = configs[i];
-    const Resolved other_method = ResolveString(other, MethodKeys(), "method", default_method);
-    const Resolved other_format = ResolveString(other, FormatKeys(), "format", default_format);
+    const Resolved other_method = ResolveMethod(other, default_method);
+    const Resolved other_format = ResolveFormat(other, default_format);
     const Resolved other_bits = ResolveInteger(other, BitsKeys());
     const Resolved other_group = ResolveInteger(other, GroupSizeKeys());
     const char* field = nullptr;

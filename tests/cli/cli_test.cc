@@ -1039,6 +1039,17 @@ TEST_F(CliTest, CheckGptqConfigFindingsNameTheConfig) {
   }
 }
 
+// The data section of the file at PATH is WANT's, byte for byte (headers
+// may differ in key order and padding).
+void ExpectSameTensorData(const fs::path& path, const Bytes& want) {
+  std::ifstream f(path, std::ios::binary);
+  const Bytes got{std::istreambuf_iterator<char>(f), {}};
+  const std::uint64_t got_n = HeaderLength(got), want_n = HeaderLength(want);
+  ASSERT_EQ(got.size() - got_n, want.size() - want_n);
+  EXPECT_TRUE(std::equal(got.begin() + 8 + static_cast<std::ptrdiff_t>(got_n), got.end(),
+                         want.begin() + 8 + static_cast<std::ptrdiff_t>(want_n)));
+}
+
 // convert: the contract's v1 -> v2 rule (docs/gptq.md section 9: field + 1)
 // on the hand-made layer, and the refusals it names.
 TEST_F(CliTest, ConvertGptqV1ToV2AddsOneToEveryZeroField) {
@@ -1049,15 +1060,7 @@ TEST_F(CliTest, ConvertGptqV1ToV2AddsOneToEveryZeroField) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   // The output is the v2 file built by hand (every zero field 3), byte for
   // byte in its tensors, with a config naming gptq_v2 beside it.
-  const Bytes got = [&] {
-    std::ifstream f(out, std::ios::binary);
-    return Bytes(std::istreambuf_iterator<char>(f), {});
-  }();
-  const Bytes want = GptqFile(0x33333333u);
-  const std::uint64_t got_n = HeaderLength(got), want_n = HeaderLength(want);
-  ASSERT_EQ(got.size() - got_n, want.size() - want_n);
-  EXPECT_TRUE(std::equal(got.begin() + 8 + static_cast<std::ptrdiff_t>(got_n), got.end(),
-                         want.begin() + 8 + static_cast<std::ptrdiff_t>(want_n)));
+  ExpectSameTensorData(out, GptqFile(0x33333333u));
   const Json config = Json::parse(ReadText(dir_ / "v2.quantize_config.json"));
   EXPECT_EQ(config["format"], "gptq_v2");
   EXPECT_EQ(config["bits"], 4);
@@ -1094,6 +1097,47 @@ TEST_F(CliTest, ConvertGptqReportsWhatTheTargetCannotHold) {
                        (dir_ / "x.safetensors").string()})
                 .exit_code,
             2);
+}
+
+// convert across families (docs/awq.md section 11): GPTQ v2 -> AWQ GEMM ->
+// GPTQ v2 gives the hand-made tensors back, and each step decodes to the
+// hand-computed weights; the zeros AWQ-201 names.
+TEST_F(CliTest, ConvertGptqToAwqGemmAndBack) {
+  const fs::path in = Write("v2.safetensors", GptqFile(0x33333333u));
+  Write("v2.quantize_config.json", Text(GptqConfig("gptq_v2", 4)));
+  const fs::path awq = dir_ / "awq.safetensors";
+  Result run = Quantdiff({"convert", in.string(), "--to", "awq_gemm", "--out", awq.string()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const Json config = Json::parse(ReadText(dir_ / "awq.quantize_config.json"));
+  EXPECT_EQ(config["format"], "gemm");
+  EXPECT_EQ(Quantdiff({"check", awq.string()}).exit_code, 0);
+  const fs::path weights = dir_ / "w.safetensors";
+  ASSERT_EQ(Quantdiff({"decode", awq.string(), "--out", weights.string()}).exit_code, 0);
+  ExpectGptqWeights(weights);
+
+  const fs::path back = dir_ / "back.safetensors";
+  run = Quantdiff({"convert", awq.string(), "--to", "gptq_v2", "--out", back.string()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ExpectSameTensorData(back, GptqFile(0x33333333u));
+
+  {  // A v1 zero field 15 (zero 16) has no AWQ nibble.
+    const fs::path flood = Write("flood.safetensors", GptqFile(0xFFFFFFFFu));
+    Write("flood.quantize_config.json", Text(GptqConfig("gptq", 4)));
+    run = Quantdiff({"convert", flood.string(), "--to", "awq_gemv", "--out", (dir_ / "never.safetensors").string()});
+    EXPECT_EQ(run.exit_code, 1) << run.err;
+    EXPECT_NE(run.err.find("layer.qzeros row 0, element 0: AWQ-201 overflow"), std::string::npos) << run.err;
+    EXPECT_FALSE(fs::exists(dir_ / "never.safetensors"));
+  }
+  {  // An AWQ zero 0 has no v1 field.
+    const fs::path zero = Write("zero.safetensors", GptqFile(0x00000000u));
+    Write("zero.quantize_config.json", Text(GptqConfig("gptq_v2", 4)));
+    const fs::path zero_awq = dir_ / "zero_awq.safetensors";
+    ASSERT_EQ(Quantdiff({"convert", zero.string(), "--to", "awq_gemm", "--out", zero_awq.string()}).exit_code, 0);
+    run = Quantdiff({"convert", zero_awq.string(), "--to", "gptq", "--out", (dir_ / "never.safetensors").string()});
+    EXPECT_EQ(run.exit_code, 1) << run.err;
+    EXPECT_NE(run.err.find("layer.qzeros row 0, element 0: AWQ-201 underflow"), std::string::npos) << run.err;
+    EXPECT_FALSE(fs::exists(dir_ / "never.safetensors"));
+  }
 }
 
 }  // namespace

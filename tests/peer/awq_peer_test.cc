@@ -13,7 +13,12 @@
 //    unpacks columns without AWQ's order) is real: the natural-order reading
 //    gives other codes;
 //  * the GPTQ reader, handed the same file and config, refuses it with
-//    CFG-005 naming awq (docs/awq.md section 2).
+//    CFG-005 naming awq (docs/awq.md section 2);
+//  * `convert` (docs/awq.md section 11) to gptq_v2, gptq_p, awq_gemm and
+//    awq_gemv writes a file that, read with the config written beside it,
+//    decodes to the manifest's `dequant` bit for bit; to gptq (v1) the same,
+//    or, where expected.zeros holds a 0, AWQ-201 at its first (group,
+//    column); a GEMV_FAST case is AWQ-203 for every target.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -26,6 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/convert.h"
 #include "codecs/awq.h"
 #include "codecs/gptq.h"
 #include "tests/peer/peer_file.h"
@@ -177,6 +183,143 @@ TEST_P(AwqPeer, Case) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Manifest, AwqPeer, testing::ValuesIn(LoadCases()), CaseName);
+
+class AwqPeerConvert : public testing::TestWithParam<Case> {};
+
+TEST_P(AwqPeerConvert, EveryTargetDecodesToTheManifestDequant) {
+  const Case& c = GetParam();
+  const json& p = c.spec["params"];
+  const std::string prefix = p["tensor_prefix"].get<std::string>() + ".";
+  const bool fast = p["version"] == "gemv_fast";
+  const std::string path = TensorPath(c.id);
+  const auto file = Load(path);
+  const auto expected = Load(kDir / (c.id + ".expected.safetensors"));
+  ASSERT_TRUE(file->ok && expected->ok);
+  const std::vector<float> dequant = FloatsReadByTheTests(expected->bytes, "dequant");
+  // The first zero point 0 in row-major order: what gptq (v1) cannot hold.
+  const std::vector<std::int32_t> zeros = expected->Ints("zeros");
+  const std::int64_t n = p["out_features"].get<std::int64_t>();
+  std::int64_t first_zero = -1;
+  for (std::size_t i = 0; i < zeros.size() && first_zero < 0 && !fast; ++i) {
+    if (zeros[i] == 0) first_zero = static_cast<std::int64_t>(i);
+  }
+
+  for (const char* to : {"gptq", "gptq_v2", "gptq_p", "awq_gemm", "awq_gemv"}) {
+    SCOPED_TRACE(to);
+    qd::cli::ConvertTarget target;
+    ASSERT_TRUE(qd::cli::ParseConvertTarget(to, &target));
+    qd::cli::GptqConversion converted;
+    std::string error;
+    const int verdict = qd::cli::ConvertQuantized(
+        file->View(), path, Configs(c.id), target, "converted.safetensors",
+        [](const qd::harness::SideFiles& pending, qd::harness::SideFiles* found, std::string*) {
+          *found = pending;
+          return true;
+        },
+        &converted, &error);
+    const bool cannot_hold = fast || (std::string(to) == "gptq" && first_zero >= 0);
+    if (cannot_hold) {
+      EXPECT_EQ(verdict, 1);
+      EXPECT_EQ(converted.refusal, qd::cli::ConvertRefusal::kTargetCannotHold);
+      continue;
+    }
+    ASSERT_EQ(verdict, 0) << error;
+    const std::vector<qd::SideFile> beside = {
+        {converted.config_path, std::vector<std::uint8_t>(converted.config_text.begin(), converted.config_text.end())}};
+    const qd::ByteView out{converted.file.data(), converted.file.size()};
+    const qd::Outcome o = target.awq ? qd::codec::DecodeAwqFile(out, "converted.safetensors", beside)
+                                     : qd::codec::DecodeGptqFile(out, "converted.safetensors", beside);
+    ASSERT_FALSE(o.refused) << o.findings.back().rule << " " << o.findings.back().message;
+    EXPECT_TRUE(o.findings.empty());
+    bool found = false;
+    for (const qd::DecodedTensor& t : o.tensors) {
+      if (t.name != prefix + "weight") continue;
+      found = true;
+      EXPECT_EQ(FirstDifference(t.values, dequant), "");
+    }
+    EXPECT_TRUE(found);
+  }
+
+  // The refusals' rule and place, from the plain fields.
+  const qd::codec::AwqResult r = qd::codec::ReadAwq(file->View(), path, Configs(c.id));
+  ASSERT_FALSE(r.refused);
+  qd::codec::QuantFields fields;
+  qd::codec::GptqPackError e;
+  if (fast) {
+    EXPECT_FALSE(qd::codec::FieldsOfAwq(qd::codec::ViewOf(r, r.layers[0]), &fields, &e));
+    EXPECT_EQ(e.rule, "AWQ-203");
+    return;
+  }
+  ASSERT_TRUE(qd::codec::FieldsOfAwq(qd::codec::ViewOf(r, r.layers[0]), &fields, &e));
+  qd::codec::QuantTensors t;
+  EXPECT_EQ(qd::codec::PackFieldsAsGptq(fields, qd::codec::GptqFormat::kV1, &t, &e), first_zero < 0);
+  if (first_zero >= 0) {
+    EXPECT_EQ(e.rule, "AWQ-201");
+    EXPECT_EQ(e.row, first_zero / n);
+    EXPECT_EQ(e.column, first_zero % n);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Manifest, AwqPeerConvert, testing::ValuesIn(LoadCases()), CaseName);
+
+// The GEMV_FAST cases, read as LLM_AWQ.
+std::vector<Case> GemvFastCases() {
+  return qdtest::peer::LoadCases(kDir / "manifest.json",
+                                 [](const json& c) { return c["params"]["version"] == "gemv_fast"; });
+}
+
+class AwqPeerLlmAwq : public testing::TestWithParam<Case> {};
+
+TEST_P(AwqPeerLlmAwq, DecodesAsTheGemvFastCase) {
+  const Case& c = GetParam();
+  const std::string prefix = c.spec["params"]["tensor_prefix"].get<std::string>() + ".";
+  const std::string path = TensorPath(c.id);
+  const auto file = Load(path);
+  const auto expected = Load(kDir / (c.id + ".expected.safetensors"));
+  ASSERT_TRUE(file->ok && expected->ok);
+  // The header with P.qzeros renamed P.scaled_zeros; the data unchanged.
+  json header = json::parse(file->bytes.begin() + 8, file->bytes.begin() + 8 + file->container.header_length);
+  header[prefix + "scaled_zeros"] = header[prefix + "qzeros"];
+  header.erase(prefix + "qzeros");
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::vector<std::uint8_t> renamed;
+  for (int i = 0; i < 8; ++i) renamed.push_back(static_cast<std::uint8_t>(text.size() >> (8 * i)));
+  renamed.insert(renamed.end(), text.begin(), text.end());
+  renamed.insert(renamed.end(), file->bytes.begin() + 8 + file->container.header_length, file->bytes.end());
+  json config = json::parse(Configs(c.id)[0].bytes);
+  config["backend"] = "LLM-AWQ";  // read case-insensitively
+  const std::string tagged_text = config.dump();
+  const std::vector<qd::SideFile> tagged = {{Configs(c.id)[0].name, {tagged_text.begin(), tagged_text.end()}}};
+  const qd::ByteView llm{renamed.data(), renamed.size()};
+
+  const qd::codec::AwqResult r = qd::codec::ReadAwq(llm, path, tagged);
+  ASSERT_FALSE(r.refused) << r.findings.back().rule << " " << r.findings.back().message;
+  EXPECT_TRUE(r.findings.empty());
+  EXPECT_TRUE(r.llm_awq);
+  EXPECT_EQ(r.config.format_name, "llm-awq");
+  EXPECT_EQ(r.config.method, "awq");
+  const qd::Outcome o = qd::codec::DecodeAwqFile(llm, path, tagged);
+  ASSERT_FALSE(o.refused);
+  ASSERT_EQ(o.tensors.size(), 1u);  // scaled_zeros consumed
+  EXPECT_EQ(o.tensors[0].name, prefix + "weight");
+  EXPECT_EQ(FirstDifference(o.tensors[0].values, FloatsReadByTheTests(expected->bytes, "dequant")), "");
+
+  const qd::codec::AwqResult names_alone = qd::codec::ReadAwq(file->View(), path, tagged);
+  ASSERT_TRUE(names_alone.refused);
+  EXPECT_EQ(names_alone.findings.back().rule, "AWQ-101");
+  EXPECT_EQ(names_alone.findings.back().field, "scaled_zeros");
+  const qd::codec::AwqResult tag_alone = qd::codec::ReadAwq(llm, path, Configs(c.id));
+  ASSERT_TRUE(tag_alone.refused);
+  EXPECT_EQ(tag_alone.findings.back().rule, "AWQ-101");
+  EXPECT_EQ(tag_alone.findings.back().field, "qzeros");
+  const qd::codec::GptqResult gptq = qd::codec::ReadGptq(llm, path, tagged);
+  ASSERT_TRUE(gptq.refused);
+  EXPECT_EQ(gptq.findings.back().rule, "CFG-005");
+  EXPECT_EQ(gptq.findings.back().field, "backend");
+}
+
+INSTANTIATE_TEST_SUITE_P(GemvFast, AwqPeerLlmAwq, testing::ValuesIn(GemvFastCases()), CaseName);
 
 TEST(AwqPeerManifest, HasEveryCase) {
   const std::vector<Case> cases = LoadCases();
