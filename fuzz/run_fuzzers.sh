@@ -138,7 +138,7 @@ for t in "${targets[@]}"; do
         # anything else keeps its kind (e.g. bound-avx2).
         kind=$(cut -d: -f3 <<<"$sig")
         what=$(cut -d: -f4- <<<"$sig")
-        if [[ "$what" =~ ^[A-Z]+-[0-9]+$ ]]; then label="$what"; else label="$kind-$what"; fi
+        if [[ "$what" =~ ^[A-Z][A-Z0-9]*-[0-9]+$ ]]; then label="$what"; else label="$kind-$what"; fi
       else
         # Most specific first: UBSan's check, a sanitizer's error kind, then
         # libFuzzer's own verdict (timeout, out-of-memory, deadly signal).
