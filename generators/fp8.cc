@@ -168,9 +168,11 @@ Generated Violate(const std::string& rule, Rng& rng) {
     }
   }
   if (rule == "FP8-002") {
-    Fp8Draft d = MakeDraft(rng, 1);
+    // Two layers, the second incomplete: the first one's weight_scale_inv
+    // keeps the file FP8 by detection (docs/fp8.md section 2).
+    Fp8Draft d = MakeDraft(rng, 2);
     const bool weight = Coin(rng);
-    d.Erase(kP + (weight ? "weight" : "weight_scale_inv"));
+    d.Erase("model.layers.1.mlp.up_proj." + std::string(weight ? "weight" : "weight_scale_inv"));
     return d.Write(rule, weight ? "weight missing" : "weight_scale_inv missing");
   }
   if (rule == "FP8-003") {
