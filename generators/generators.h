@@ -33,6 +33,13 @@ Generated SafetensorsValid(Rng& rng);
 std::vector<std::string> SafetensorsViolableRules();
 Generated SafetensorsViolation(std::string_view rule, Rng& rng);
 
+// FP8 weight checkpoints (rules FP8-*; docs/fp8.md): one or two layers of
+// FP8 codes with F32 inverse scales (tensor, row or block), the config as
+// GPT-QModel writes it, in config.json, or none.
+Generated Fp8Valid(Rng& rng);
+std::vector<std::string> Fp8ViolableRules();
+Generated Fp8Violation(std::string_view rule, Rng& rng);
+
 // AWQ GEMM / GEMV / GEMV_FAST (rules AWQ-*, CFG-003 and CFG-005;
 // docs/awq.md): one or two layers packed with codec::AwqEncode, the config
 // as GPT-QModel or AutoAWQ (config.json or legacy) writes it.

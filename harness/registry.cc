@@ -5,6 +5,7 @@
 #include "codecs/awq.h"
 #include "codecs/bnb.h"
 #include "codecs/bnb_pt_layers.h"
+#include "codecs/fp8.h"
 #include "codecs/gptq.h"
 #include "codecs/model_dir.h"
 #include "codecs/pt.h"
@@ -14,6 +15,7 @@
 #include "generators/generators.h"
 #include "oracles/awq.h"
 #include "oracles/bnb.h"
+#include "oracles/fp8.h"
 #include "oracles/model_dir.h"
 #include "oracles/bnb_pt_layers.h"
 #include "oracles/gptq.h"
@@ -195,6 +197,11 @@ qd::Outcome OracleStreamAwq(qd::ByteView file, const std::string& name,
   return oracle::StreamAwqFile(file, name, side_files, sink);
 }
 
+qd::Outcome CheckFp8(qd::ByteView file, const std::string& name, const SideFiles& side_files) {
+  codec::Fp8Result r = codec::ReadFp8(file, name, side_files);
+  return qd::Outcome{r.refused, std::move(r.findings), {}};
+}
+
 bool ClaimsPt(qd::ByteView file) { return codec::ClaimsPt(file); }
 
 bool ClaimsGptq(qd::ByteView file) { return codec::ClaimsGptq(file); }
@@ -283,6 +290,21 @@ const std::vector<FormatEntry>& Formats() {
        .generate_valid = &gen::GptqValid,
        .violable_rules = &gen::GptqViolableRules,
        .generate_violation = &gen::GptqViolation},
+      // After gptq: an FP8 layer is P.weight + P.weight_scale_inv, no
+      // qweight, so no earlier format claims it (docs/fp8.md section 2).
+      {.name = "fp8",
+       .rule_prefixes = {"FP8-"},
+       .summary = "FP8 weights (E4M3 / E5M2, fnuz, E8M0) with F32 inverse scales per tensor, row or block (spec 004, docs/fp8.md)",
+       .codec_read = &codec::DecodeFp8File,
+       .codec_stream = &codec::StreamFp8File,
+       .codec_check = &CheckFp8,
+       .oracle_read = &oracle::ReadFp8File,
+       .oracle_stream = &oracle::StreamFp8File,
+       .claims = &codec::ClaimsFp8,
+       .oracle_claims = &oracle::IsFp8File,
+       .generate_valid = &gen::Fp8Valid,
+       .violable_rules = &gen::Fp8ViolableRules,
+       .generate_violation = &gen::Fp8Violation},
       // Its own container (a ZIP or a legacy pickle, never a safetensors
       // header): after the safetensors formats, whose claims need a header.
       {.name = "pt",

@@ -83,7 +83,7 @@ class Catalogue : public ::testing::Test {
 nlohmann::json* Catalogue::json_ = nullptr;
 
 const std::regex& RuleIdPattern() {
-  static const std::regex pattern("^[A-Z]+-[0-9]{3}$");
+  static const std::regex pattern("^[A-Z][A-Z0-9]*-[0-9]{3}$");  // FP8-001: a digit in the family
   return pattern;
 }
 
@@ -214,7 +214,7 @@ struct LiteralId {
 
 // Rule IDs written inside string literals of the C++ sources under dir.
 std::vector<LiteralId> RuleIdsIn(const std::string& dir) {
-  static const std::regex kIdInText(R"(\b[A-Z]+-[0-9]{3}\b)");
+  static const std::regex kIdInText(R"(\b[A-Z][A-Z0-9]*-[0-9]{3}\b)");
   std::vector<LiteralId> out;
   if (!fs::exists(kRoot / dir)) return out;
   for (const auto& entry : fs::recursive_directory_iterator(kRoot / dir)) {

@@ -5,7 +5,8 @@
 // writes OUTDIR/<target>/<rule-or-valid>-<sha1:8> for the targets
 // safetensors_header_diff, rbq_file_diff, rbq_roundtrip, rbq_matvec,
 // bnb_file_diff, bnb_roundtrip, gptq_file_diff, gptq_config_diff,
-// gptq_roundtrip, pt_file_diff, recognised_file_diff, model_dir_diff, awq_file_diff
+// gptq_roundtrip, pt_file_diff, recognised_file_diff, model_dir_diff, awq_file_diff,
+// fp8_file_diff (its seeds: fuzz/common/fp8_file_input.cc)
 // and ggml_blocks_diff.
 // <rule-or-valid> is what the oracle makes of the seed (its error rule, else
 // its first warning, else "valid"); <sha1:8> is the first 8 hex digits of
@@ -31,6 +32,7 @@
 #include "codecs/ggml_blocks.h"
 #include "codecs/rbq.h"
 #include "fuzz/common/awq_file_input.h"
+#include "fuzz/common/fp8_file_input.h"
 #include "fuzz/common/bnb_file_input.h"
 #include "fuzz/common/gptq_file_input.h"
 #include "fuzz/common/model_dir_input.h"
@@ -1172,6 +1174,18 @@ void AwqFileSeeds(SeedWriter& w) {
   }
 }
 
+// ---- fp8_file_diff: the seed unit's inputs, labelled by the oracle --------------
+
+void Fp8FileSeeds(SeedWriter& w) {
+  const qd::harness::FormatEntry& fp8 = *qd::harness::FindFormat("fp8");
+  for (const auto& [meant, input] : qd::fuzz::Fp8FileSeedInputs()) {
+    const qd::fuzz::Fp8Case c = qd::fuzz::Fp8CaseFromInput(input.data(), input.size());
+    const std::string verdict = Verdict(fp8.oracle_read({c.file.data(), c.file.size()}, "seed", c.configs));
+    if (meant != "edited" && verdict != meant) std::printf("note: fp8_file_diff seed meant %s, oracle says %s\n", meant.c_str(), verdict.c_str());
+    w.Write("fp8_file_diff", verdict, input);
+  }
+}
+
 // ---- ggml_blocks_diff: [selector][blocks or binary32 inputs] -----------------------
 
 // Per type: a zero block, a patterned block with scale 1.0, and blocks whose
@@ -1248,6 +1262,7 @@ int main(int argc, char** argv) {
   RecognisedFileSeeds(writer);
   ModelDirSeeds(writer);
   AwqFileSeeds(writer);
+  Fp8FileSeeds(writer);
   GgmlBlocksSeeds(writer);
   writer.Summary();
   return 0;
