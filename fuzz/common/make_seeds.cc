@@ -6,7 +6,7 @@
 // safetensors_header_diff, rbq_file_diff, rbq_roundtrip, rbq_matvec,
 // bnb_file_diff, bnb_roundtrip, gptq_file_diff, gptq_config_diff,
 // gptq_roundtrip, pt_file_diff, recognised_file_diff, model_dir_diff, awq_file_diff
-// and ggml_blocks_diff.
+// ggml_blocks_diff and gguf_file_diff.
 // <rule-or-valid> is what the oracle makes of the seed (its error rule, else
 // its first warning, else "valid"); <sha1:8> is the first 8 hex digits of
 // the file's SHA-1 (fuzz/common/sha1.cc), as `sha1sum` prints them.
@@ -32,6 +32,7 @@
 #include "codecs/rbq.h"
 #include "fuzz/common/awq_file_input.h"
 #include "fuzz/common/bnb_file_input.h"
+#include "fuzz/common/gguf_seeds.h"
 #include "fuzz/common/gptq_file_input.h"
 #include "fuzz/common/model_dir_input.h"
 #include "fuzz/common/pt_file_input.h"
@@ -1249,6 +1250,9 @@ int main(int argc, char** argv) {
   ModelDirSeeds(writer);
   AwqFileSeeds(writer);
   GgmlBlocksSeeds(writer);
+  for (const qd::fuzz::GgufSeed& s : qd::fuzz::GgufFileSeeds()) {
+    writer.Write("gguf_file_diff", Verdict(s.oracle), s.input);
+  }
   writer.Summary();
   return 0;
 }
