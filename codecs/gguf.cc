@@ -132,6 +132,7 @@ struct Reader {
     if (!c.Fits(4)) return Refuse("GGUF-005", type_at, "metadata", "", "the file ends inside an array's element type");
     const std::uint32_t element = c.U32();
     if (element > kHighestValueType) return Refuse("GGUF-006", type_at, "metadata", "", "unknown array element type");
+    if (element == kTypeArray) result->nested_arrays = true;
     if (element == kTypeArray && depth + 1 >= kMaxArrayDepth) {
       return Refuse("GGUF-007", type_at, "metadata", "", "arrays nested deeper than 8");
     }

@@ -50,6 +50,7 @@ struct GgufResult {
   std::uint32_t version = 0;
   std::uint64_t alignment = 32;
   std::uint64_t data_start = 0;
+  bool nested_arrays = false;  // some metadata array holds arrays (section 2.2)
   // Complete only when !refused: sorted by (offset, nbytes, name bytes).
   std::vector<GgufTensor> tensors;
 };

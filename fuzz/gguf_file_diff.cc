@@ -3,8 +3,15 @@
 // on the detected format, the verdict, every finding and every decoded
 // value, the check-only path must report the same findings
 // (registry_diff.h), and the codec must decode alike with every kernel.
+// When ggml's library opens (thirdparty/ggml/, dlopen), ggml's
+// gguf_init_from_file_ptr reads the same bytes as a third reader and must
+// agree as docs/gguf.md section 6 says: it refuses what quantdiff refuses
+// with a rule ggml also checks, accepts what quantdiff accepts (unless the
+// file holds nested arrays or is not packed: GGUF-102), and then lists the
+// same tensors (names, types, offsets), alignment and data offset.
 //
-// Signature on divergence: DIFF:gguf_file:<kind>:<rule-or-part>.
+// Signature on divergence: DIFF:gguf_file:<kind>:<rule-or-part>
+// (kind ggml for the third reader).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -18,6 +25,50 @@
 #include "fuzz/common/registry_diff.h"
 #include "harness/differ.h"
 #include "harness/registry.h"
+#include "oracles/gguf.h"
+#include "thirdparty/ggml/ggml_library.h"
+
+namespace {
+
+// Rules whose files ggml refuses too (section 6): not GGUF-012 (ggml reads
+// an empty name), GGUF-014 (its overflow check wraps: an upstream finding,
+// corpus/upstream/ggml/gguf/), GGUF-018 and GGUF-019 (no data read).
+bool GgmlRefusesToo(const std::string& rule) {
+  return rule != "GGUF-012" && rule != "GGUF-014" && rule != "GGUF-018" && rule != "GGUF-019";
+}
+
+void CompareWithGgml(qd::ByteView file, const qd::Outcome& oracle) {
+  const qd::ggml::Library* ggml = qd::ggml::SharedDefaultLibrary();
+  if (ggml == nullptr || !ggml->HasGguf()) return;
+  qd::ggml::GgufTable theirs;
+  if (!ggml->ReadGgufTable(file.data, file.size, &theirs)) return;
+  if (oracle.refused) {
+    const std::string& rule = oracle.findings.back().rule;
+    if (theirs.accepted && GgmlRefusesToo(rule)) qd::fuzz::Diverge("DIFF:gguf_file:ggml:" + rule, "ggml accepts");
+    return;
+  }
+  const qd::codec::GgufResult ours = qd::codec::ReadGguf(file, "");
+  for (const qd::Finding& f : oracle.findings) {
+    if (f.rule == "GGUF-102") return;  // ggml refuses any other layout
+  }
+  if (ours.nested_arrays) return;  // ggml refuses nested arrays
+  if (!theirs.accepted) qd::fuzz::Diverge("DIFF:gguf_file:ggml:accept", "ggml refuses an accepted file");
+  std::vector<qd::oracle::GgufTensorInfo> infos;
+  std::uint64_t alignment = 0;
+  std::uint64_t data_start = 0;
+  qd::oracle::GgufTable(file, &infos, &alignment, &data_start);
+  if (theirs.alignment != alignment || theirs.data_offset != data_start || theirs.tensors.size() != infos.size()) {
+    qd::fuzz::Diverge("DIFF:gguf_file:ggml:table", "alignment, data offset or tensor count");
+  }
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    const qd::ggml::GgufTensorRow& t = theirs.tensors[i];
+    if (t.name != infos[i].name || t.type != static_cast<int>(infos[i].type) || t.offset != infos[i].offset) {
+      qd::fuzz::Diverge("DIFF:gguf_file:ggml:tensor", "tensor " + std::to_string(i) + " " + infos[i].name);
+    }
+  }
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const qd::harness::FormatEntry& format = qd::fuzz::FormatOrTrap("gguf", "gguf_file");
@@ -33,5 +84,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       qd::fuzz::Diverge(d->signature, "kernel=" + std::string(qd::codec::KernelName(kernel)) + ": " + d->detail);
     }
   }
+  CompareWithGgml(file, r.oracle);
   return 0;
 }

@@ -5,6 +5,10 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -257,6 +261,26 @@ TEST(Gguf, TensorInfoAndDataRules) {
   const std::int64_t data_start = static_cast<std::int64_t>(b.size());
   b.resize(b.size() + 64);
   ExpectRefused(b, "GGUF-019", "offset", data_start);  // (0, 16, "b") before (0, 32, "a")
+}
+
+// corpus/upstream/ggml/gguf/ (README there): each file is refused with the
+// rule its name's stem maps to, by both readers.
+TEST(Gguf, UpstreamGgmlFindingsAsTheContractSays) {
+  const std::map<std::string, std::string> kRules = {{"count-wraps-2e64", "GGUF-014"},
+                                                     {"data-alloc-abort", "GGUF-018"}};
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(QD_SOURCE_DIR) + "/corpus/upstream/ggml/gguf")) {
+    const std::string name = e.path().filename().string();
+    const std::string stem = name.substr(0, name.rfind('-'));
+    ASSERT_TRUE(kRules.count(stem)) << name << " has no expected rule";
+    std::ifstream in(e.path(), std::ios::binary);
+    const Bytes file((std::istreambuf_iterator<char>(in)), {});
+    const Both both = Read(file);
+    EXPECT_TRUE(both.codec.refused && both.codec.findings.back().rule == kRules.at(stem)) << name;
+    EXPECT_TRUE(both.oracle.refused && both.oracle.findings.back().rule == kRules.at(stem)) << name;
+    ++files;
+  }
+  EXPECT_EQ(files, 2);
 }
 
 }  // namespace

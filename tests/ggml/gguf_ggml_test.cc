@@ -7,7 +7,14 @@
 //   - on every rule's generated violation, quantdiff refuses (or warns) with
 //     the rule and ggml gives the verdict section 6 records for it, so that a
 //     ggml that changes its reading shows up here.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -147,6 +154,39 @@ TEST(GgufGgml, NestedArraysQuantdiffReadsGgmlRefuses) {
     EXPECT_FALSE(GgmlReads(bytes).accepted) << "seed " << seed << ": ggml now reads nested arrays";
   }
   EXPECT_GT(nested_files, 5);
+}
+
+std::vector<std::uint8_t> UpstreamFile(const std::string& stem) {
+  for (const auto& e : std::filesystem::directory_iterator(QD_UPSTREAM_GGUF_DIR)) {
+    if (e.path().filename().string().rfind(stem + "-", 0) != 0) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    return std::vector<std::uint8_t>((std::istreambuf_iterator<char>(in)), {});
+  }
+  ADD_FAILURE() << "no " << stem << " in " << QD_UPSTREAM_GGUF_DIR;
+  return {};
+}
+
+// corpus/upstream/ggml/gguf/README.md: ggml still reads these as recorded
+// there (quantdiff's side: tests/gguf_test.cc). A fixed ggml fails here.
+TEST(GgufGgml, UpstreamCountWrapStillAccepted) {
+  const std::vector<std::uint8_t> bytes = UpstreamFile("count-wraps-2e64");
+  const qd::ggml::GgufTable ggml = GgmlReads(bytes);
+  EXPECT_TRUE(ggml.accepted) << "ggml now refuses a 4 x 2^62 x 8 f32 tensor";
+}
+
+TEST(GgufGgml, UpstreamDataAllocationStillAborts) {
+  const std::vector<std::uint8_t> bytes = UpstreamFile("data-alloc-abort");
+  const qd::ggml::Library& ggml = Ggml();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    setenv("GGML_NO_BACKTRACE", "1", 1);  // no debugger attached to print a trace
+    _exit(ggml.LoadGgufWithData(bytes.data(), bytes.size()) ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT)
+      << "ggml no longer aborts on a 2^40-element f32 tensor in a 96-byte file (exit status " << status << ")";
 }
 
 }  // namespace

@@ -67,17 +67,39 @@ void Library::ResolveGguf() {
   api.tensor_type = reinterpret_cast<decltype(api.tensor_type)>(Symbol("gguf_get_tensor_type"));
   api.tensor_offset = reinterpret_cast<decltype(api.tensor_offset)>(Symbol("gguf_get_tensor_offset"));
   api.tensor_size = reinterpret_cast<decltype(api.tensor_size)>(Symbol("gguf_get_tensor_size"));
-  const bool complete = api.init && api.free && api.version && api.alignment && api.data_offset &&
+  api.free_context = reinterpret_cast<decltype(api.free_context)>(Symbol("ggml_free"));
+  const bool complete = api.free_context && api.init && api.free && api.version && api.alignment && api.data_offset &&
                         api.n_tensors && api.tensor_name && api.tensor_type && api.tensor_offset &&
                         api.tensor_size;
   gguf_ = complete ? api : GgufApi{};
 }
 
+namespace {
+
+// An in-memory FILE over the bytes (fmemopen refuses size 0: an empty
+// temporary file then).
+std::FILE* OpenBytes(const void* bytes, std::size_t size) {
+  return size > 0 ? fmemopen(const_cast<void*>(bytes), size, "rb") : std::tmpfile();
+}
+
+}  // namespace
+
+bool Library::LoadGgufWithData(const void* bytes, std::size_t size) const {
+  if (!HasGguf()) return false;
+  std::FILE* file = OpenBytes(bytes, size);
+  if (file == nullptr) return false;
+  void* data_ctx = nullptr;
+  void* ctx = gguf_.init(file, GgufInitParams{false, &data_ctx});
+  std::fclose(file);
+  if (ctx == nullptr) return false;
+  gguf_.free(ctx);
+  if (data_ctx != nullptr) gguf_.free_context(data_ctx);
+  return true;
+}
+
 bool Library::ReadGgufTable(const void* bytes, std::size_t size, GgufTable* out) const {
   if (!HasGguf()) return false;
-  // An in-memory FILE over the bytes (fmemopen refuses size 0: a temporary
-  // file then).
-  std::FILE* file = size > 0 ? fmemopen(const_cast<void*>(bytes), size, "rb") : std::tmpfile();
+  std::FILE* file = OpenBytes(bytes, size);
   if (file == nullptr) return false;
   *out = GgufTable{};
   void* ctx = gguf_.init(file, GgufInitParams{true, nullptr});

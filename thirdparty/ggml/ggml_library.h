@@ -88,6 +88,10 @@ class Library {
   // this build lacks the gguf exports or the bytes cannot be handed over.
   bool ReadGgufTable(const void* bytes, std::size_t size, GgufTable* out) const;
   bool HasGguf() const { return gguf_.init != nullptr; }
+  // The same with a ggml context and no_alloc false, so ggml also allocates
+  // and reads the data section (then frees both). True when ggml accepts.
+  // ggml may abort the process here (docs/gguf.md 6): call it in a child.
+  bool LoadGgufWithData(const void* bytes, std::size_t size) const;
 
   const std::string& path() const { return path_; }
 
@@ -117,6 +121,7 @@ class Library {
     int (*tensor_type)(const void* ctx, std::int64_t id) = nullptr;
     std::size_t (*tensor_offset)(const void* ctx, std::int64_t id) = nullptr;
     std::size_t (*tensor_size)(const void* ctx, std::int64_t id) = nullptr;
+    void (*free_context)(void* ggml_ctx) = nullptr;  // ggml_free
   };
   GgufApi gguf_;
 };
