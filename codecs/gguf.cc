@@ -38,7 +38,7 @@ constexpr GgufTypeRow kTypes[] = {
     {26, "i32", 1, 4, false},       {27, "i64", 1, 8, false},       {28, "f64", 1, 8, true},
     {29, "iq1_m", 256, 56, false},  {30, "bf16", 1, 2, true},       {34, "tq1_0", 256, 54, false},
     {35, "tq2_0", 256, 66, false},  {39, "mxfp4", 32, 17, true},    {40, "nvfp4", 64, 36, false},
-    {41, "q1_0", 128, 18, false},
+    {41, "q1_0", 128, 18, false},   {42, "q2_0", 64, 18, false},
 };
 
 // Smallest encoding of a value of each metadata type (2.2), indexed by type.

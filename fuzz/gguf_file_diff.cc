@@ -62,8 +62,15 @@ void CompareWithGgml(qd::ByteView file, const qd::Outcome& oracle) {
   }
   for (std::size_t i = 0; i < infos.size(); ++i) {
     const qd::ggml::GgufTensorRow& t = theirs.tensors[i];
-    if (t.name != infos[i].name || t.type != static_cast<int>(infos[i].type) || t.offset != infos[i].offset) {
-      qd::fuzz::Diverge("DIFF:gguf_file:ggml:tensor", "tensor " + std::to_string(i) + " " + infos[i].name);
+    // ggml keeps names as C strings: it reads a name up to its first NUL
+    // byte (docs/gguf.md 6); quantdiff keeps every byte.
+    const std::string as_c_string = infos[i].name.substr(0, infos[i].name.find('\0'));
+    if (t.name != as_c_string || t.type != static_cast<int>(infos[i].type) || t.offset != infos[i].offset) {
+      qd::fuzz::Diverge("DIFF:gguf_file:ggml:tensor",
+                        "tensor " + std::to_string(i) + ": ours " + infos[i].name + " type " +
+                            std::to_string(infos[i].type) + " offset " + std::to_string(infos[i].offset) +
+                            ", ggml " + t.name + " type " + std::to_string(t.type) + " offset " +
+                            std::to_string(t.offset));
     }
   }
 }

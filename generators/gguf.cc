@@ -16,7 +16,7 @@ namespace qd::gen {
 namespace {
 
 constexpr std::uint32_t kDecodedTypes[] = {0, 1, 2, 3, 6, 7, 8, 10, 11, 12, 13, 14, 20, 28, 30, 39};
-constexpr std::uint32_t kRecognisedTypes[] = {9, 15, 16, 24, 26, 40, 41};
+constexpr std::uint32_t kRecognisedTypes[] = {9, 15, 16, 24, 26, 40, 41, 42};
 constexpr std::uint64_t kAlignments[] = {16, 32, 32, 64, 128};
 
 void PutU32(std::vector<std::uint8_t>* out, std::uint32_t v) {
@@ -332,7 +332,7 @@ Generated GgufViolation(std::string_view rule, Rng& rng) {
     return Make(spec, r, "element count beyond 2^63 - 1");
   }
   if (r == "GGUF-015") {
-    const std::uint32_t unknown[] = {4, 5, 31, 33, 36, 38, 42, 1000, 0xFFFFFFFFu};
+    const std::uint32_t unknown[] = {4, 5, 31, 33, 36, 38, 43, 1000, 0xFFFFFFFFu};
     last.type = unknown[Pick(rng, std::size(unknown))];
     return Make(spec, r, "unknown ggml type");
   }

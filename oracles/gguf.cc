@@ -59,6 +59,7 @@ const GgmlTypeLine kGgmlTypes[] = {
     {39, "mxfp4", 32, 17, true},
     {40, "nvfp4", 64, 36, false},
     {41, "q1_0", 128, 18, false},
+    {42, "q2_0", 64, 18, false},
 };
 
 const GgmlTypeLine* TypeLine(std::uint32_t id) {
