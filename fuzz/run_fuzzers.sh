@@ -26,7 +26,7 @@ seconds="${1:-60}"
 shift || true
 all_targets=(safetensors_header_diff rbq_file_diff rbq_roundtrip rbq_matvec bnb_file_diff
              bnb_roundtrip gptq_file_diff gptq_config_diff gptq_roundtrip pt_file_diff
-             recognised_file_diff model_dir_diff ggml_blocks_diff fp8_file_diff)
+             recognised_file_diff model_dir_diff ggml_blocks_diff fp8_file_diff gguf_file_diff)
 if [[ $# -gt 0 ]]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -eq 0 ]]; then
   echo "usage: $0 [SECONDS] [TARGET...]" >&2

@@ -47,6 +47,12 @@ Generated AwqValid(Rng& rng);
 std::vector<std::string> AwqViolableRules();
 Generated AwqViolation(std::string_view rule, Rng& rng);
 
+// Native .gguf files (rules GGUF-*, docs/gguf.md): typed metadata (nested
+// arrays too), tensors of the decoded ggml types written by generators/gguf.h.
+Generated GgufValid(Rng& rng);
+std::vector<std::string> GgufViolableRules();
+Generated GgufViolation(std::string_view rule, Rng& rng);
+
 // Q4B32 / Q8B32 (rules RBQ-*): quantized matrices plus kept norm vectors.
 Generated RbqValid(Rng& rng);
 std::vector<std::string> RbqViolableRules();

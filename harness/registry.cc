@@ -6,6 +6,7 @@
 #include "codecs/bnb.h"
 #include "codecs/bnb_pt_layers.h"
 #include "codecs/fp8.h"
+#include "codecs/gguf.h"
 #include "codecs/gptq.h"
 #include "codecs/model_dir.h"
 #include "codecs/pt.h"
@@ -18,6 +19,7 @@
 #include "oracles/fp8.h"
 #include "oracles/model_dir.h"
 #include "oracles/bnb_pt_layers.h"
+#include "oracles/gguf.h"
 #include "oracles/gptq.h"
 #include "oracles/pt.h"
 #include "oracles/rbq.h"
@@ -202,6 +204,29 @@ qd::Outcome CheckFp8(qd::ByteView file, const std::string& name, const SideFiles
   return qd::Outcome{r.refused, std::move(r.findings), {}};
 }
 
+qd::Outcome CodecGguf(qd::ByteView file, const std::string& name, const SideFiles&) {
+  return codec::DecodeGgufFile(file, name);
+}
+
+qd::Outcome StreamGguf(qd::ByteView file, const std::string& name, const SideFiles&,
+                       qd::TensorSink& sink) {
+  return codec::StreamGgufFile(file, name, sink);
+}
+
+qd::Outcome CheckGguf(qd::ByteView file, const std::string& name, const SideFiles&) {
+  codec::GgufResult r = codec::ReadGguf(file, name);
+  return qd::Outcome{r.refused, std::move(r.findings), {}};
+}
+
+qd::Outcome OracleGguf(qd::ByteView file, const std::string& name, const SideFiles&) {
+  return oracle::ReadGgufFile(file, name);
+}
+
+qd::Outcome OracleStreamGguf(qd::ByteView file, const std::string& name, const SideFiles&,
+                             qd::TensorSink& sink) {
+  return oracle::StreamGgufFile(file, name, sink);
+}
+
 bool ClaimsPt(qd::ByteView file) { return codec::ClaimsPt(file); }
 
 bool ClaimsGptq(qd::ByteView file) { return codec::ClaimsGptq(file); }
@@ -218,6 +243,22 @@ bool ClaimsRbq(qd::ByteView file) {
 
 const std::vector<FormatEntry>& Formats() {
   static const std::vector<FormatEntry> formats = {
+      // Its own container, claimed by its magic "GGUF" alone (docs/gguf.md
+      // section 5): first, so no safetensors format looks at it.
+      {.name = "gguf",
+       .rule_prefixes = {"GGUF-"},
+       .summary = "native .gguf files, versions 2 and 3 (issue 12, docs/gguf.md)",
+       .codec_read = &CodecGguf,
+       .codec_stream = &StreamGguf,
+       .codec_check = &CheckGguf,
+       .oracle_read = &OracleGguf,
+       .oracle_stream = &OracleStreamGguf,
+       .claims = &codec::ClaimsGguf,
+       .oracle_claims = &oracle::IsGgufFile,
+       .generate_valid = &gen::GgufValid,
+       .violable_rules = &gen::GgufViolableRules,
+       .generate_violation = &gen::GgufViolation,
+       .file_extension = ".gguf"},
       {.name = "rbq",
        .rule_prefixes = {"RBQ-"},
        .summary = "rabbit-infer Q4B32 / Q8B32 block formats (spec 002)",

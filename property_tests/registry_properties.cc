@@ -108,6 +108,8 @@ std::string_view ExpectedFormat(const FormatEntry& f, const qd::harness::Generat
                              ((b[2] == 3 && b[3] == 4) || (b[2] == 5 && b[3] == 6));
   if (f.name == "pt" && g.expected_rule == "PT-002" && !zip_signature) return "safetensors";
   if (f.name == "gptq" && g.expected_rule == "GPTQ-101" && HasGidxLessEqualShapes(g.bytes)) return "awq";
+  // Without the magic nothing claims a .gguf file (docs/gguf.md section 5).
+  if (f.name == "gguf" && g.expected_rule == "GGUF-001") return "safetensors";
   return f.name;
 }
 

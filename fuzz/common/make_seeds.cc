@@ -7,7 +7,7 @@
 // bnb_file_diff, bnb_roundtrip, gptq_file_diff, gptq_config_diff,
 // gptq_roundtrip, pt_file_diff, recognised_file_diff, model_dir_diff, awq_file_diff,
 // fp8_file_diff (its seeds: fuzz/common/fp8_file_input.cc)
-// and ggml_blocks_diff.
+// ggml_blocks_diff and gguf_file_diff.
 // <rule-or-valid> is what the oracle makes of the seed (its error rule, else
 // its first warning, else "valid"); <sha1:8> is the first 8 hex digits of
 // the file's SHA-1 (fuzz/common/sha1.cc), as `sha1sum` prints them.
@@ -34,6 +34,7 @@
 #include "fuzz/common/awq_file_input.h"
 #include "fuzz/common/fp8_file_input.h"
 #include "fuzz/common/bnb_file_input.h"
+#include "fuzz/common/gguf_seeds.h"
 #include "fuzz/common/gptq_file_input.h"
 #include "fuzz/common/model_dir_input.h"
 #include "fuzz/common/pt_file_input.h"
@@ -1264,6 +1265,9 @@ int main(int argc, char** argv) {
   AwqFileSeeds(writer);
   Fp8FileSeeds(writer);
   GgmlBlocksSeeds(writer);
+  for (const qd::fuzz::GgufSeed& s : qd::fuzz::GgufFileSeeds()) {
+    writer.Write("gguf_file_diff", Verdict(s.oracle), s.input);
+  }
   writer.Summary();
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <utility>
 
@@ -42,7 +43,71 @@ std::optional<Library> Library::Open(const std::string& path, std::string* error
                     "ggml_validate_row_data or dequantize_row_mxfp4 is missing";
     return std::nullopt;
   }
+  library.ResolveGguf();
   return library;
+}
+
+void Library::ResolveGguf() {
+  GgufApi api;
+  api.init = reinterpret_cast<decltype(api.init)>(Symbol("gguf_init_from_file_ptr"));
+  api.free = reinterpret_cast<decltype(api.free)>(Symbol("gguf_free"));
+  api.version = reinterpret_cast<decltype(api.version)>(Symbol("gguf_get_version"));
+  api.alignment = reinterpret_cast<decltype(api.alignment)>(Symbol("gguf_get_alignment"));
+  api.data_offset = reinterpret_cast<decltype(api.data_offset)>(Symbol("gguf_get_data_offset"));
+  api.n_tensors = reinterpret_cast<decltype(api.n_tensors)>(Symbol("gguf_get_n_tensors"));
+  api.tensor_name = reinterpret_cast<decltype(api.tensor_name)>(Symbol("gguf_get_tensor_name"));
+  api.tensor_type = reinterpret_cast<decltype(api.tensor_type)>(Symbol("gguf_get_tensor_type"));
+  api.tensor_offset = reinterpret_cast<decltype(api.tensor_offset)>(Symbol("gguf_get_tensor_offset"));
+  api.tensor_size = reinterpret_cast<decltype(api.tensor_size)>(Symbol("gguf_get_tensor_size"));
+  api.free_context = reinterpret_cast<decltype(api.free_context)>(Symbol("ggml_free"));
+  const bool complete = api.free_context && api.init && api.free && api.version && api.alignment && api.data_offset &&
+                        api.n_tensors && api.tensor_name && api.tensor_type && api.tensor_offset &&
+                        api.tensor_size;
+  gguf_ = complete ? api : GgufApi{};
+}
+
+namespace {
+
+// An in-memory FILE over the bytes (fmemopen refuses size 0: an empty
+// temporary file then).
+std::FILE* OpenBytes(const void* bytes, std::size_t size) {
+  return size > 0 ? fmemopen(const_cast<void*>(bytes), size, "rb") : std::tmpfile();
+}
+
+}  // namespace
+
+bool Library::LoadGgufWithData(const void* bytes, std::size_t size) const {
+  if (!HasGguf()) return false;
+  std::FILE* file = OpenBytes(bytes, size);
+  if (file == nullptr) return false;
+  void* data_ctx = nullptr;
+  void* ctx = gguf_.init(file, GgufInitParams{false, &data_ctx});
+  std::fclose(file);
+  if (ctx == nullptr) return false;
+  gguf_.free(ctx);
+  if (data_ctx != nullptr) gguf_.free_context(data_ctx);
+  return true;
+}
+
+bool Library::ReadGgufTable(const void* bytes, std::size_t size, GgufTable* out) const {
+  if (!HasGguf()) return false;
+  std::FILE* file = OpenBytes(bytes, size);
+  if (file == nullptr) return false;
+  *out = GgufTable{};
+  void* ctx = gguf_.init(file, GgufInitParams{true, nullptr});
+  std::fclose(file);
+  if (ctx == nullptr) return true;
+  out->accepted = true;
+  out->version = gguf_.version(ctx);
+  out->alignment = gguf_.alignment(ctx);
+  out->data_offset = gguf_.data_offset(ctx);
+  const std::int64_t n = gguf_.n_tensors(ctx);
+  for (std::int64_t i = 0; i < n; ++i) {
+    out->tensors.push_back({gguf_.tensor_name(ctx, i), gguf_.tensor_type(ctx, i), gguf_.tensor_offset(ctx, i),
+                            gguf_.tensor_size(ctx, i)});
+  }
+  gguf_.free(ctx);
+  return true;
 }
 
 Library::Library(Library&& other) noexcept { *this = std::move(other); }
@@ -55,6 +120,7 @@ Library& Library::operator=(Library&& other) noexcept {
     type_size_ = std::exchange(other.type_size_, nullptr);
     block_size_ = std::exchange(other.block_size_, nullptr);
     validate_row_ = std::exchange(other.validate_row_, nullptr);
+    gguf_ = std::exchange(other.gguf_, GgufApi{});
   }
   return *this;
 }

@@ -8,6 +8,8 @@
 //   quantize_row_<type>_ref(const float* in, void* blocks, int64_t k)
 //   ggml_validate_row_data(int type, const void* data, size_t bytes)
 //   ggml_type_size(int type), ggml_blck_size(int type)
+//   gguf_init_from_file_ptr and the gguf table getters (gguf.h), when the
+//   build has them: ReadGgufTable
 // (ggml.h and ggml-quants.h; <type> is ggml's lower-case name, "q4_0",
 // "q6_K", "iq4_nl"; a type id is ggml's enum ggml_type value, e.g. Q4_0 = 2).
 // Only front ends and tests use it; the layering keeps codecs/ and oracles/
@@ -24,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace qd::ggml {
 
@@ -37,6 +40,21 @@ class Library;
 // type-specific struct there; the bytes are passed through untouched.
 using DequantizeRowFn = void (*)(const void* blocks, float* out, std::int64_t values);
 using QuantizeRowFn = void (*)(const float* in, void* blocks, std::int64_t values);
+// What ggml's gguf_init_from_file_ptr (no_alloc, no context: header,
+// metadata and tensor infos only) makes of a .gguf file's bytes.
+struct GgufTensorRow {
+  std::string name;
+  int type = -1;
+  std::uint64_t offset = 0;  // relative to the data section
+  std::uint64_t size = 0;    // ggml_nbytes
+};
+struct GgufTable {
+  bool accepted = false;
+  std::uint32_t version = 0;
+  std::uint64_t alignment = 0;
+  std::uint64_t data_offset = 0;
+  std::vector<GgufTensorRow> tensors;  // in tensor-info order
+};
 
 // The library at DefaultLibraryPath(), opened once per process on first use
 // and kept to the end; nullptr when it does not open. For programs that
@@ -76,17 +94,46 @@ class Library {
   // ggml_validate_row_data: what ggml accepts when it loads a tensor's bytes.
   bool ValidateRow(int type_id, const void* data, std::size_t bytes) const;
 
+  // ggml's reading of a .gguf file held in memory (GgufTable). False when
+  // this build lacks the gguf exports or the bytes cannot be handed over.
+  bool ReadGgufTable(const void* bytes, std::size_t size, GgufTable* out) const;
+  bool HasGguf() const { return gguf_.init != nullptr; }
+  // The same with a ggml context and no_alloc false, so ggml also allocates
+  // and reads the data section (then frees both). True when ggml accepts.
+  // ggml may abort the process here (docs/gguf.md 6): call it in a child.
+  bool LoadGgufWithData(const void* bytes, std::size_t size) const;
+
   const std::string& path() const { return path_; }
 
  private:
   Library() = default;
   void* Symbol(const std::string& name) const;
+  void ResolveGguf();
 
   void* handle_ = nullptr;
   std::string path_;
   std::size_t (*type_size_)(int) = nullptr;
   std::int64_t (*block_size_)(int) = nullptr;
   bool (*validate_row_)(int, const void*, std::size_t) = nullptr;
+  // gguf.h's exports, resolved once in Open; all null when one is missing.
+  struct GgufInitParams {
+    bool no_alloc;
+    void** ctx;
+  };
+  struct GgufApi {
+    void* (*init)(void* file, GgufInitParams params) = nullptr;
+    void (*free)(void* ctx) = nullptr;
+    std::uint32_t (*version)(const void* ctx) = nullptr;
+    std::size_t (*alignment)(const void* ctx) = nullptr;
+    std::size_t (*data_offset)(const void* ctx) = nullptr;
+    std::int64_t (*n_tensors)(const void* ctx) = nullptr;
+    const char* (*tensor_name)(const void* ctx, std::int64_t id) = nullptr;
+    int (*tensor_type)(const void* ctx, std::int64_t id) = nullptr;
+    std::size_t (*tensor_offset)(const void* ctx, std::int64_t id) = nullptr;
+    std::size_t (*tensor_size)(const void* ctx, std::int64_t id) = nullptr;
+    void (*free_context)(void* ggml_ctx) = nullptr;  // ggml_free
+  };
+  GgufApi gguf_;
 };
 
 }  // namespace qd::ggml
