@@ -5,8 +5,8 @@
 // writes OUTDIR/<target>/<rule-or-valid>-<sha1:8> for the targets
 // safetensors_header_diff, rbq_file_diff, rbq_roundtrip, rbq_matvec,
 // bnb_file_diff, bnb_roundtrip, gptq_file_diff, gptq_config_diff,
-// gptq_roundtrip, pt_file_diff, recognised_file_diff, model_dir_diff, awq_file_diff
-// and ggml_blocks_diff.
+// gptq_roundtrip, pt_file_diff, recognised_file_diff, model_dir_diff, awq_file_diff,
+// ggml_blocks_diff and ggml_st_file_diff.
 // <rule-or-valid> is what the oracle makes of the seed (its error rule, else
 // its first warning, else "valid"); <sha1:8> is the first 8 hex digits of
 // the file's SHA-1 (fuzz/common/sha1.cc), as `sha1sum` prints them.
@@ -1120,14 +1120,15 @@ void ModelDirSeeds(SeedWriter& w) {
 
 }  // namespace
 
-// ---- recognised_file_diff: the registry's recognised generator ---------------
+// ---- recognised_file_diff, ggml_st_file_diff: the registry's generator of
+// FORMAT, files in recognised_file_input.h's layout (file plus one config) ----
 
-void RecognisedFileSeeds(SeedWriter& w) {
-  const qd::harness::FormatEntry& recognised = *qd::harness::FindFormat("recognised");
+void GeneratedFileSeeds(SeedWriter& w, const char* format, const char* target) {
+  const qd::harness::FormatEntry& recognised = *qd::harness::FindFormat(format);
   auto emit = [&](const qd::harness::Generated& g) {
     const Bytes input = qd::fuzz::RecognisedInput(g);
     const qd::fuzz::RecognisedCase c = qd::fuzz::RecognisedCaseFromInput(input.data(), input.size());
-    w.Write("recognised_file_diff",
+    w.Write(target,
             Verdict(recognised.oracle_read({c.file.data(), c.file.size()}, "input.safetensors", c.configs)),
             input);
   };
@@ -1245,10 +1246,11 @@ int main(int argc, char** argv) {
   GptqConfigSeeds(writer);
   GptqRoundtripSeeds(writer);
   PtFileSeeds(writer);
-  RecognisedFileSeeds(writer);
+  GeneratedFileSeeds(writer, "recognised", "recognised_file_diff");
   ModelDirSeeds(writer);
   AwqFileSeeds(writer);
   GgmlBlocksSeeds(writer);
+  GeneratedFileSeeds(writer, "ggml_st", "ggml_st_file_diff");
   writer.Summary();
   return 0;
 }
