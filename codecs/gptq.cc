@@ -477,7 +477,11 @@ bool Checker::CheckWinner(const Source& w, Resolved* resolved) {
                        "per-module dynamic overrides are not supported");
   }
   r_->config.format = format.value_or(GptqFormat::kV1);
-  r_->config.bits = static_cast<int>(b);
+  // C8 bounds GPTQ's and AWQ's bits; a GGUF reader's G1 / G2 see any value,
+  // and one beyond int spells no alias: -1 (docs/ggml_safetensors.md 2).
+  r_->config.bits = b >= std::numeric_limits<int>::min() && b <= std::numeric_limits<int>::max()
+                        ? static_cast<int>(b)
+                        : -1;
   r_->config.group_size = r.group_size.number;
   r_->config.source = w.name;
   *resolved = r;

@@ -487,7 +487,10 @@ bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings*
 
   settings->method = method.text;
   settings->format = format.text;
-  settings->bits = static_cast<int>(b);
+  // Bits that do not fit an int are kept as -1, which no GGUF alias spells
+  // (docs/ggml_safetensors.md section 2); C8 bounds them for GPTQ and AWQ.
+  const bool fits_int = b >= std::numeric_limits<int>::min() && b <= std::numeric_limits<int>::max();
+  settings->bits = fits_int ? static_cast<int>(b) : -1;
   settings->group_size = group_size.integer;
   settings->sym = ResolveSym(w, &settings->sym_present);
   settings->source = w.name;

@@ -26,6 +26,8 @@ qd::SideFile Config(const std::string& format, int bits, const std::string& meth
   return {kConfigName, Bytes(text.begin(), text.end())};
 }
 
+Bytes Text(const std::string& text) { return Bytes(text.begin(), text.end()); }
+
 void PutHalf(Bytes* b, std::size_t at, std::uint16_t h) {
   (*b)[at] = static_cast<std::uint8_t>(h);
   (*b)[at + 1] = static_cast<std::uint8_t>(h >> 8);
@@ -145,6 +147,13 @@ TEST(GgmlSt, EveryRuleWithItsFields) {
        {Config("q_0", 8)}, "GGST-104", "m.safetensors", "l.bias", "dtype"},
       {"bias of 4 for 2 rows", {{"l.qweight", "U8", {2, 34}, Q8Rows()}, {"l.bias", "F16", {4}, f32_bias}},
        {Config("q_0", 8)}, "GGST-104", "m.safetensors", "l.bias", "shape"},
+      // 2^32 + 4 does not fit an int: read as -1 (section 2), never as 4.
+      {"q_0 with bits 2^32 + 4", {{"l.qweight", "U8", {1, 18}, Bytes(18, 0)}},
+       {{kConfigName, Text("{\"method\": \"gguf\", \"format\": \"q_0\", \"bits\": 4294967300}")}}, "GGST-001",
+       "quantize_config.json", "", "format"},
+      {"q4_0 with bits 2^32 + 4", {{"l.qweight", "U8", {1, 18}, Bytes(18, 0)}},
+       {{kConfigName, Text("{\"method\": \"gguf\", \"format\": \"q4_0\", \"bits\": 4294967300}")}}, "GGST-002",
+       "quantize_config.json", "", "bits"},
       {"labelled gptq", {{"l.qweight", "U8", {2, 34}, Q8Rows()}}, {Config("q_0", 8, "gptq")}, "CFG-005",
        "quantize_config.json", "", "method"},
       {"no config", {{"l.qweight", "U8", {2, 34}, Q8Rows()}}, {}, "CFG-003", "m.safetensors", "", "config"},
