@@ -11,6 +11,7 @@
 
 #include "codecs/finding.h"
 #include "codecs/float16.h"
+#include "codecs/layer_stream.h"
 #include "codecs/safetensors.h"
 
 namespace qd::codec {
@@ -415,48 +416,21 @@ AwqLayerView ViewOf(const AwqResult& result, const AwqLayer& layer) {
 }
 
 void StreamAwqLayers(const AwqResult& r, TensorSink& sink) {
-  // Section 7: storage order; a layer's weight stands where its qweight is,
-  // its scales and qzeros are consumed, every other floating tensor (bias
-  // included) is widened, integer tensors outside layers are left out.
-  const TensorTable& t = r.table;
-  constexpr std::size_t kPlain = kGptqNoTensor;
-  std::vector<std::size_t> layer_at(t.size(), kPlain);
-  std::vector<bool> consumed(t.size(), false);
-  for (std::size_t l = 0; l < r.layers.size(); ++l) {
-    layer_at[r.layers[l].qweight] = l;
-    consumed[r.layers[l].scales] = true;
-    consumed[r.layers[l].qzeros] = true;
+  // Section 7: a layer's scales and qzeros are consumed by its weight.
+  std::vector<LayerOutput> outputs;
+  std::vector<bool> consumed(r.table.size(), false);
+  for (const AwqLayer& layer : r.layers) {
+    outputs.push_back({layer.qweight, layer.prefix + "weight", static_cast<std::uint64_t>(layer.out_features),
+                       static_cast<std::uint64_t>(layer.in_features)});
+    consumed[layer.scales] = true;
+    consumed[layer.qzeros] = true;
   }
-  std::vector<std::pair<std::size_t, std::size_t>> items;  // (tensor, layer or kPlain)
-  std::vector<TensorInfo> plan;
-  for (std::size_t i : StorageOrder(t)) {
-    if (layer_at[i] != kPlain) {
-      const AwqLayer& layer = r.layers[layer_at[i]];
-      items.emplace_back(i, layer_at[i]);
-      plan.push_back({layer.prefix + "weight",
-                      {static_cast<std::uint64_t>(layer.out_features),
-                       static_cast<std::uint64_t>(layer.in_features)}});
-    } else if (!consumed[i] && IsFloatDtype(t[i].dtype)) {
-      items.emplace_back(i, kPlain);
-      plan.push_back({std::string(t[i].name), t[i].shape});
-    }
-  }
-  if (!sink.Plan(plan)) return;
-  for (std::size_t j = 0; j < items.size(); ++j) {
-    if (items[j].second == kPlain) {
-      if (!t.StreamFloat(items[j].first, j, sink)) break;
-      continue;
-    }
-    const AwqLayerView view = ViewOf(r, r.layers[items[j].second]);
-    const bool more = StreamRows(sink, j, plan[j].shape[0], plan[j].shape[1],
-                                 [&](std::uint64_t row, std::uint64_t count, float* out) {
-                                   AwqDequantizeRows(view, static_cast<std::int64_t>(row),
-                                                     static_cast<std::int64_t>(row + count), out);
-                                 });
-    if (!more) break;
-  }
+  StreamLayersAndFloats(r.table, outputs, consumed, sink,
+                        [&](std::size_t l, std::uint64_t row, std::uint64_t count, float* out) {
+                          AwqDequantizeRows(ViewOf(r, r.layers[l]), static_cast<std::int64_t>(row),
+                                            static_cast<std::int64_t>(row + count), out);
+                        });
 }
-
 
 qd::Outcome StreamAwqFile(qd::ByteView file, const std::string& file_name,
                           const std::vector<qd::SideFile>& configs, TensorSink& sink) {

@@ -134,15 +134,18 @@ GroupValue FirstPresent(const json& obj, const std::array<const char*, N>& keys,
   return GroupValue{};
 }
 
-// Method and format default to the reading family's: gptq / gptq, or awq /
-// gemm (docs/awq.md section 3).
+// Method and format default to the reading family's: gptq / gptq, awq /
+// gemm (docs/awq.md section 3), or gguf / none (docs/ggml_safetensors.md
+// section 2).
 Resolved Resolve(const json& obj, QuantFamily family) {
-  const bool awq = family == QuantFamily::kAwq;
+  static constexpr std::array<std::array<const char*, 2>, 3> kDefaults = {
+      {{"gptq", "gptq"}, {"awq", "gemm"}, {"gguf", ""}}};
+  const auto& defaults = kDefaults[static_cast<std::size_t>(family)];
   Resolved r;
   r.method = FirstPresent(obj, kMethodKeys, false);
-  if (r.method.key == nullptr) r.method.text = awq ? "awq" : "gptq";
+  if (r.method.key == nullptr) r.method.text = defaults[0];
   r.format = FirstPresent(obj, kFormatKeys, false);
-  if (r.format.key == nullptr) r.format.text = awq ? "gemm" : "gptq";
+  if (r.format.key == nullptr) r.format.text = defaults[1];
   // The AWQ producer tag backend "llm-awq" forces method awq and format
   // llm-awq over every key of their groups (spec 004; docs/awq.md section 3).
   if (const json* b = Present(obj, "backend"); b != nullptr && AsciiLower(b->get<std::string>()) == "llm-awq") {
@@ -412,8 +415,15 @@ bool Checker::CheckWinner(const Source& w, Resolved* resolved) {
   r_->config.method = r.method.text;
   r_->config.format_name = r.format.text;
   r_->config.sym = r.sym;
-  // C5: method and format.
-  if (!gptq && !CheckAwqLabel(w, r)) return false;
+  // C5: method and format (a GGUF format is G1's, docs/ggml_safetensors.md 2).
+  const bool gguf = family_ == QuantFamily::kGguf;
+  if (gguf && r.method.text != "gguf") {
+    return ConfigError("CFG-005", w.name, r.method.key != nullptr ? r.method.key : "method",
+                       "method \"" + r.method.text +
+                           "\" is not gguf, but the file's layers are GGUF-family layers "
+                           "(docs/ggml_safetensors.md section 3)");
+  }
+  if (family_ == QuantFamily::kAwq && !CheckAwqLabel(w, r)) return false;
   if (gptq && r.method.text != "gptq") {
     return ConfigError("CFG-005", w.name, r.method.key != nullptr ? r.method.key : "method",
                        "method \"" + r.method.text + "\" is not gptq" +
@@ -436,18 +446,18 @@ bool Checker::CheckWinner(const Source& w, Resolved* resolved) {
   }
   // C6: bits and group_size present.
   if (r.bits.key == nullptr) return ConfigError("CFG-006", w.name, "bits", "bits is missing");
-  if (r.group_size.key == nullptr) {
+  if (r.group_size.key == nullptr && !gguf) {  // GGUF has no groups
     return ConfigError("CFG-006", w.name, "group_size", "group_size is missing");
   }
   // C7: group_size -1 or >= 1.
-  if (r.group_size.number != -1 && r.group_size.number < 1) {
+  if (r.group_size.key != nullptr && r.group_size.number != -1 && r.group_size.number < 1) {
     return ConfigError("CFG-007", w.name, r.group_size.key,
                        "group_size " + std::to_string(r.group_size.number) +
                            " is neither -1 nor positive");
   }
   // C8: bits for the layout.
   const std::int64_t b = r.bits.number;
-  if (!gptq && b != 4) {  // docs/awq.md section 3: four-bit codes only
+  if (family_ == QuantFamily::kAwq && b != 4) {  // docs/awq.md section 3: four-bit codes only
     return ConfigError("AWQ-001", w.name, r.bits.key, "bits " + std::to_string(b) + " is not 4");
   }
   const bool bits_ok = !gptq || (*format == GptqFormat::kPlanar ? b >= 2 && b <= 8
@@ -458,19 +468,28 @@ bool Checker::CheckWinner(const Source& w, Resolved* resolved) {
                            FormatLabel(*format));
   }
   // C9, C10.
-  // The word dtype: int32, or for AWQ also int16 (docs/awq.md section 3: the
-  // qweight dtype, not this key, tells GEMV_FAST's int16 words).
-  if (const json* p = Present(c, "pack_dtype");
-      p != nullptr && p->get<std::string>() != "int32" && (gptq || p->get<std::string>() != "int16")) {
-    return ConfigError("CFG-008", w.name, "pack_dtype",
-                       "pack_dtype \"" + p->get<std::string>() + "\" is not int32" + (gptq ? "" : " or int16"));
+  // The word dtype: int32, for AWQ also int16 (docs/awq.md section 3: the
+  // qweight dtype, not this key, tells GEMV_FAST's int16 words), for GGUF
+  // also int8 (docs/ggml_safetensors.md section 2).
+  if (const json* p = Present(c, "pack_dtype"); p != nullptr) {
+    const std::string& pack = p->get<std::string>();
+    const bool ok = pack == "int32" || (!gptq && pack == "int16") || (gguf && pack == "int8");
+    if (!ok) {
+      return ConfigError("CFG-008", w.name, "pack_dtype",
+                         "pack_dtype \"" + pack + "\" is not int32" +
+                             (gptq ? "" : gguf ? ", int16 or int8" : " or int16"));
+    }
   }
   if (const json* d = Present(c, "dynamic"); d != nullptr && !d->empty()) {
     return ConfigError("CFG-009", w.name, "dynamic",
                        "per-module dynamic overrides are not supported");
   }
   r_->config.format = format.value_or(GptqFormat::kV1);
-  r_->config.bits = static_cast<int>(b);
+  // C8 bounds GPTQ's and AWQ's bits; a GGUF reader's G1 / G2 see any value,
+  // and one beyond int spells no alias: -1 (docs/ggml_safetensors.md 2).
+  r_->config.bits = b >= std::numeric_limits<int>::min() && b <= std::numeric_limits<int>::max()
+                        ? static_cast<int>(b)
+                        : -1;
   r_->config.group_size = r.group_size.number;
   r_->config.source = w.name;
   *resolved = r;

@@ -41,14 +41,15 @@ struct GptqConfig {
   std::int64_t group_size = 0;  // -1: one group over all of in_features
   std::string source;           // the winning SideFile's name
   // What docs/awq.md section 3 reads from the same steps (ReadQuantConfig).
-  std::string method;           // resolved method ("gptq", "awq")
-  std::string format_name;      // resolved format ("gptq", "gemm", "gemv", ...)
+  std::string method;           // resolved method ("gptq", "awq", "gguf")
+  std::string format_name;      // resolved format ("gptq", "gemm", "gemv", "q_k_m", ...)
   std::optional<bool> sym;      // sym, else !zero_point
 };
 
 // Whose reading the config steps serve: docs/gptq.md section 3, or the same
-// steps as docs/awq.md section 3 adapts them.
-enum class QuantFamily : std::uint8_t { kGptq, kAwq };
+// steps as docs/awq.md section 3 or docs/ggml_safetensors.md section 2 adapt
+// them.
+enum class QuantFamily : std::uint8_t { kGptq, kAwq, kGguf };
 
 inline constexpr std::size_t kGptqNoTensor = static_cast<std::size_t>(-1);
 

@@ -26,7 +26,7 @@ seconds="${1:-60}"
 shift || true
 all_targets=(safetensors_header_diff rbq_file_diff rbq_roundtrip rbq_matvec bnb_file_diff
              bnb_roundtrip gptq_file_diff gptq_config_diff gptq_roundtrip pt_file_diff
-             recognised_file_diff model_dir_diff ggml_blocks_diff fp8_file_diff gguf_file_diff)
+             recognised_file_diff model_dir_diff ggml_blocks_diff fp8_file_diff gguf_file_diff ggml_st_file_diff)
 if [[ $# -gt 0 ]]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -eq 0 ]]; then
   echo "usage: $0 [SECONDS] [TARGET...]" >&2
@@ -46,6 +46,7 @@ max_len_of() {
     gptq_roundtrip) echo 34000 ;;       # K*N codes (<= 272 x 128) + G*N zeros + tail
     pt_file_diff) echo 16384 ;;         # op lists, or whole files in raw mode
     recognised_file_diff) echo 16384 ;; # a config (EXL3's tensor_storage) + a whole file
+    ggml_st_file_diff) echo 16384 ;;    # a quantize config + a whole GGUF-family file
     model_dir_diff) echo 32768 ;;       # whole directories: index, shards, configs
     fp8_file_diff) echo 8192 ;;         # edits + tail, or config sources + a whole file in raw mode
     *) echo 4096 ;;

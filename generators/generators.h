@@ -52,6 +52,12 @@ Generated AwqViolation(std::string_view rule, Rng& rng);
 Generated GgufValid(Rng& rng);
 std::vector<std::string> GgufViolableRules();
 Generated GgufViolation(std::string_view rule, Rng& rng);
+// GGUF-family safetensors (rules GGST-*, CFG-003 and CFG-005;
+// docs/ggml_safetensors.md): GPT-QModel GGUF linears of q4_0, q8_0, q4_K,
+// q5_K or q6_K blocks made by the codec's block encoders, K padded.
+Generated GgmlStValid(Rng& rng);
+std::vector<std::string> GgmlStViolableRules();
+Generated GgmlStViolation(std::string_view rule, Rng& rng);
 
 // Q4B32 / Q8B32 (rules RBQ-*): quantized matrices plus kept norm vectors.
 Generated RbqValid(Rng& rng);

@@ -7,6 +7,7 @@
 #include "codecs/bnb_pt_layers.h"
 #include "codecs/fp8.h"
 #include "codecs/gguf.h"
+#include "codecs/ggml_st.h"
 #include "codecs/gptq.h"
 #include "codecs/model_dir.h"
 #include "codecs/pt.h"
@@ -20,6 +21,7 @@
 #include "oracles/model_dir.h"
 #include "oracles/bnb_pt_layers.h"
 #include "oracles/gguf.h"
+#include "oracles/ggml_st.h"
 #include "oracles/gptq.h"
 #include "oracles/pt.h"
 #include "oracles/rbq.h"
@@ -227,6 +229,20 @@ qd::Outcome OracleStreamGguf(qd::ByteView file, const std::string& name, const S
   return oracle::StreamGgufFile(file, name, sink);
 }
 
+qd::Outcome CodecGgmlSt(qd::ByteView file, const std::string& name, const SideFiles& side_files) {
+  return codec::DecodeGgmlStFile(file, name, side_files);
+}
+
+qd::Outcome StreamGgmlSt(qd::ByteView file, const std::string& name, const SideFiles& side_files,
+                         qd::TensorSink& sink) {
+  return codec::StreamGgmlStFile(file, name, side_files, sink);
+}
+
+qd::Outcome CheckGgmlSt(qd::ByteView file, const std::string& name, const SideFiles& side_files) {
+  codec::GgmlStResult r = codec::ReadGgmlSt(file, name, side_files);
+  return qd::Outcome{r.refused, std::move(r.findings), {}};
+}
+
 bool ClaimsPt(qd::ByteView file) { return codec::ClaimsPt(file); }
 
 bool ClaimsGptq(qd::ByteView file) { return codec::ClaimsGptq(file); }
@@ -302,6 +318,23 @@ const std::vector<FormatEntry>& Formats() {
        .violable_rules = &gen::RecognisedViolableRules,
        .generate_violation = &gen::RecognisedViolation,
        .decode_refusal = &codec::RecognisedDecodeRefusal},
+      // Before AWQ and GPTQ, which name their layers alike: a U8 qweight with
+      // no qzeros / scales / g_idx is GPT-QModel's GGUF linear
+      // (docs/ggml_safetensors.md section 3).
+      {.name = "ggml_st",
+       .rule_prefixes = {"GGST-"},
+       .summary = "GGUF-family safetensors: ggml blocks in a U8 qweight, GPT-QModel's GGUF linear (spec 004, docs/ggml_safetensors.md)",
+       .codec_read = &CodecGgmlSt,
+       .codec_stream = &StreamGgmlSt,
+       .codec_check = &CheckGgmlSt,
+       .oracle_read = &oracle::ReadGgmlStFile,
+       .oracle_stream = &oracle::StreamGgmlStFile,
+       .claims = &codec::ClaimsGgmlSt,
+       .oracle_claims = &oracle::IsGgmlStFile,
+       .generate_valid = &gen::GgmlStValid,
+       .violable_rules = &gen::GgmlStViolableRules,
+       .generate_violation = &gen::GgmlStViolation,
+       .hosted_prefixes = {"CFG-"}},
       // Before gptq: both name layers P.qweight / P.qzeros / P.scales; an
       // AWQ layer has no g_idx and not GPTQ's shape pair (docs/awq.md 2).
       {.name = "awq",

@@ -70,7 +70,7 @@ bool IsGptqFile(qd::ByteView file);
 
 // The winning config after docs/gptq.md section 3 C1..C11.
 struct QuantSettings {
-  std::string method;  // "gptq" or "awq"
+  std::string method;  // "gptq", "awq" or "gguf"
   std::string format;  // "gptq", "gptq_v2", "gptq_p"; AWQ: "gemm", "gemv", "gemv_fast"
   int bits = 0;
   std::int64_t group_size = 0;  // -1 or >= 1
@@ -79,8 +79,8 @@ struct QuantSettings {
   std::string source;  // the winning source's name
 };
 
-// Steps C1..C11 over the config sources as FAMILY ("gptq", or "awq" as
-// docs/awq.md section 3 adapts them) reads them. Findings are appended to
+// Steps C1..C11 over the config sources as FAMILY ("gptq", "awq" or "gguf" as
+// docs/awq.md 3 and docs/ggml_safetensors.md 2 adapt them) reads them. Findings are appended to
 // *outcome; the first error sets refused and returns false.
 bool CheckQuantConfigs(const std::string& family, const std::vector<qd::SideFile>& configs,
                        const std::string& file_name, qd::Outcome* outcome,

@@ -326,20 +326,24 @@ bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings*
   const Config& w = configs[0];
   const std::string& file = w.name;
   const bool awq = family == "awq";
-  const std::string default_method = awq ? "awq" : "gptq";
-  const std::string default_format = awq ? "gemm" : "gptq";
+  // docs/ggml_safetensors.md section 2: method gguf, no default format, no
+  // group_size needed, no C3 and no C8 (its G1 / G2 judge format and bits).
+  const bool gguf = family == "gguf";
+  const bool gptq = !awq && !gguf;
+  const std::string default_method = family;
+  const std::string default_format = awq ? "gemm" : gguf ? "" : "gptq";
 
   // C3 GPTQ-005: marlin is a different pack (GPTQ's step only; an AWQ
   // reader meets a marlin label at C5, docs/awq.md section 3).
   for (const char* key : {"method", "quant_method", "format", "checkpoint_format"}) {
-    if (awq) break;
+    if (!gptq) break;
     if (w.Get(key).present && w.Get(key).text == "marlin") {
       return report.Error("GPTQ-005", file, "", key, kNoOffset,
                           std::string("the config says ") + key +
                               " \"marlin\", a different pack than GPTQ's");
     }
   }
-  if (!awq && w.Get("is_marlin_format").present && w.Get("is_marlin_format").boolean) {
+  if (gptq && w.Get("is_marlin_format").present && w.Get("is_marlin_format").boolean) {
     return report.Error("GPTQ-005", file, "", "is_marlin_format", kNoOffset,
                         "the config says is_marlin_format true, a different pack than GPTQ's");
   }
@@ -378,12 +382,14 @@ bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings*
     std::string both;
     if (!awq && method.text == "awq") both = " (an AWQ label on a file of GPTQ layers)";
     if (awq) both = " (the file's layers are AWQ layers)";
+    if (gguf) both = " (the file's layers are GGUF-family layers)";
     return report.Error("CFG-005", file, "", method.key, kNoOffset,
                         "the method " + Quote(method.text) + " is not " + default_method + both);
   }
   const Resolved format = ResolveFormat(w, default_format);
   const bool format_known =
-      awq ? format.text == "gemm" || format.text == "gemv" || format.text == "gemv_fast" ||
+      gguf ? true
+      : awq ? format.text == "gemm" || format.text == "gemv" || format.text == "gemv_fast" ||
                 format.text == "llm-awq"
           : format.text == "gptq" || format.text == "gptq_v2" || format.text == "gptq_p";
   if (!format_known) {
@@ -402,13 +408,13 @@ bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings*
     return report.Error("CFG-006", file, "", "bits", kNoOffset, "the config does not give bits");
   }
   const Resolved group_size = ResolveInteger(w, GroupSizeKeys());
-  if (!group_size.present) {
+  if (!group_size.present && !gguf) {
     return report.Error("CFG-006", file, "", "group_size", kNoOffset,
                         "the config does not give group_size");
   }
 
   // C7 CFG-007: group_size is -1 or >= 1.
-  if (group_size.integer != -1 && group_size.integer < 1) {
+  if (group_size.present && group_size.integer != -1 && group_size.integer < 1) {
     return report.Error("CFG-007", file, "", group_size.key, kNoOffset,
                         "group_size " + std::to_string(group_size.integer) +
                             " is neither -1 nor a positive integer");
@@ -422,7 +428,7 @@ bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings*
   }
   const bool continuous_ok = b == 2 || b == 3 || b == 4 || b == 8;
   const bool planar_ok = b >= 2 && b <= 8;
-  if (!awq && (format.text == "gptq_p" ? !planar_ok : !continuous_ok)) {
+  if (gptq && (format.text == "gptq_p" ? !planar_ok : !continuous_ok)) {
     return report.Error("GPTQ-001", file, "", bits.key, kNoOffset,
                         "bits " + std::to_string(b) + " is not allowed for format " +
                             format.text +
@@ -430,11 +436,14 @@ bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings*
   }
 
   // C9 CFG-008: the words are int32; an AWQ reader also takes int16 (the
-  // qweight dtype says which: docs/awq.md section 3).
+  // qweight dtype says which: docs/awq.md section 3), a GGUF one int16 and
+  // int8 (docs/ggml_safetensors.md section 2).
   const std::string& pack = w.Get("pack_dtype").text;
-  if (w.Get("pack_dtype").present && pack != "int32" && !(awq && pack == "int16")) {
+  const bool pack_ok = pack == "int32" || (!gptq && pack == "int16") || (gguf && pack == "int8");
+  if (w.Get("pack_dtype").present && !pack_ok) {
     return report.Error("CFG-008", file, "", "pack_dtype", kNoOffset,
-                        "pack_dtype " + Quote(pack) + " is not int32" + (awq ? " or int16" : ""));
+                        "pack_dtype " + Quote(pack) + " is not int32" +
+                            (gguf ? ", int16 or int8" : awq ? " or int16" : ""));
   }
 
   // C10 CFG-009: per-module overrides are not supported.
@@ -494,7 +503,10 @@ bool CheckWinner(const std::vector<Config>& configs, Reporter& report, Settings*
 
   settings->method = method.text;
   settings->format = format.text;
-  settings->bits = static_cast<int>(b);
+  // Bits that do not fit an int are kept as -1, which no GGUF alias spells
+  // (docs/ggml_safetensors.md section 2); C8 bounds them for GPTQ and AWQ.
+  const bool fits_int = b >= std::numeric_limits<int>::min() && b <= std::numeric_limits<int>::max();
+  settings->bits = fits_int ? static_cast<int>(b) : -1;
   settings->group_size = group_size.integer;
   settings->sym = ResolveSym(w, &settings->sym_present);
   settings->source = w.name;

@@ -7,7 +7,7 @@
 // bnb_file_diff, bnb_roundtrip, gptq_file_diff, gptq_config_diff,
 // gptq_roundtrip, pt_file_diff, recognised_file_diff, model_dir_diff, awq_file_diff,
 // fp8_file_diff (its seeds: fuzz/common/fp8_file_input.cc)
-// ggml_blocks_diff and gguf_file_diff.
+// ggml_blocks_diff, gguf_file_diff and ggml_st_file_diff.
 // <rule-or-valid> is what the oracle makes of the seed (its error rule, else
 // its first warning, else "valid"); <sha1:8> is the first 8 hex digits of
 // the file's SHA-1 (fuzz/common/sha1.cc), as `sha1sum` prints them.
@@ -1123,14 +1123,15 @@ void ModelDirSeeds(SeedWriter& w) {
 
 }  // namespace
 
-// ---- recognised_file_diff: the registry's recognised generator ---------------
+// ---- recognised_file_diff, ggml_st_file_diff: the registry's generator of
+// FORMAT, files in recognised_file_input.h's layout (file plus one config) ----
 
-void RecognisedFileSeeds(SeedWriter& w) {
-  const qd::harness::FormatEntry& recognised = *qd::harness::FindFormat("recognised");
+void GeneratedFileSeeds(SeedWriter& w, const char* format, const char* target) {
+  const qd::harness::FormatEntry& recognised = *qd::harness::FindFormat(format);
   auto emit = [&](const qd::harness::Generated& g) {
     const Bytes input = qd::fuzz::RecognisedInput(g);
     const qd::fuzz::RecognisedCase c = qd::fuzz::RecognisedCaseFromInput(input.data(), input.size());
-    w.Write("recognised_file_diff",
+    w.Write(target,
             Verdict(recognised.oracle_read({c.file.data(), c.file.size()}, "input.safetensors", c.configs)),
             input);
   };
@@ -1260,7 +1261,7 @@ int main(int argc, char** argv) {
   GptqConfigSeeds(writer);
   GptqRoundtripSeeds(writer);
   PtFileSeeds(writer);
-  RecognisedFileSeeds(writer);
+  GeneratedFileSeeds(writer, "recognised", "recognised_file_diff");
   ModelDirSeeds(writer);
   AwqFileSeeds(writer);
   Fp8FileSeeds(writer);
@@ -1268,6 +1269,7 @@ int main(int argc, char** argv) {
   for (const qd::fuzz::GgufSeed& s : qd::fuzz::GgufFileSeeds()) {
     writer.Write("gguf_file_diff", Verdict(s.oracle), s.input);
   }
+  GeneratedFileSeeds(writer, "ggml_st", "ggml_st_file_diff");
   writer.Summary();
   return 0;
 }

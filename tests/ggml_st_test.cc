@@ -1,0 +1,197 @@
+// ggml_st_test.cc: GGUF-family safetensors (docs/ggml_safetensors.md) through
+// the registry's "ggml_st" entry, codec and oracle alike, on files built here
+// with the tests' own writer. Expected values are worked out from
+// docs/ggml_blocks.md section 3 in the comments; expected findings from the
+// check order of docs/ggml_safetensors.md section 4.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/registry.h"
+#include "property_tests/gen/files.h"
+#include "quantdiff/plain_data.h"
+
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+using qdtest::RawTensor;
+
+const std::string kConfigName = "quantize_config.json";
+
+qd::SideFile Config(const std::string& format, int bits, const std::string& method = "gguf") {
+  const std::string text = "{\"bits\": " + std::to_string(bits) + ", \"format\": \"" + format +
+                           "\", \"method\": \"" + method + "\", \"pack_dtype\": \"int32\"}";
+  return {kConfigName, Bytes(text.begin(), text.end())};
+}
+
+Bytes Text(const std::string& text) { return Bytes(text.begin(), text.end()); }
+
+void PutHalf(Bytes* b, std::size_t at, std::uint16_t h) {
+  (*b)[at] = static_cast<std::uint8_t>(h);
+  (*b)[at + 1] = static_cast<std::uint8_t>(h >> 8);
+}
+
+// Two q8_0 rows of one block each (docs/ggml_blocks.md 3.5, y = i8(q) * d):
+// row 0 d = 0.5 (0x3800), q_i = i - 16, so y_i = (i - 16) / 2; row 1
+// d = -1 (0xBC00), q_i = 3, so y_i = -3.
+Bytes Q8Rows() {
+  Bytes q(2 * 34, 0);
+  PutHalf(&q, 0, 0x3800);
+  for (int i = 0; i < 32; ++i) q[2 + i] = static_cast<std::uint8_t>(static_cast<std::int8_t>(i - 16));
+  PutHalf(&q, 34, 0xBC00);
+  for (int i = 0; i < 32; ++i) q[36 + i] = 3;
+  return q;
+}
+
+struct Read {
+  qd::Outcome codec, oracle;
+};
+
+Read ReadBoth(const std::vector<RawTensor>& tensors, const std::vector<qd::SideFile>& configs) {
+  const Bytes file = qdtest::SafetensorsFile(tensors, nullptr);
+  const qd::harness::FormatEntry& f = *qd::harness::FindFormat("ggml_st");
+  return {f.codec_read({file.data(), file.size()}, "m.safetensors", configs),
+          f.oracle_read({file.data(), file.size()}, "m.safetensors", configs)};
+}
+
+TEST(GgmlSt, DetectsAU8QweightWithoutGptqMembers) {
+  const Bytes file = qdtest::SafetensorsFile({{"l.qweight", "U8", {2, 34}, Q8Rows()}}, nullptr);
+  EXPECT_EQ(qd::harness::DetectFormat({file.data(), file.size()}).name, "ggml_st");
+  EXPECT_EQ(qd::harness::OracleDetectFormat({file.data(), file.size()}).name, "ggml_st");
+  const Bytes with_scales = qdtest::SafetensorsFile(
+      {{"l.qweight", "U8", {2, 34}, Q8Rows()}, {"l.scales", "F16", {2}, Bytes(4, 0)}}, nullptr);
+  EXPECT_NE(qd::harness::DetectFormat({with_scales.data(), with_scales.size()}).name, "ggml_st");
+  EXPECT_NE(qd::harness::OracleDetectFormat({with_scales.data(), with_scales.size()}).name, "ggml_st");
+}
+
+TEST(GgmlSt, DecodesQ8_0RowsAndWidensTheBias) {
+  Bytes bias(4);
+  PutHalf(&bias, 0, 0x3C00);  // 1.0
+  PutHalf(&bias, 2, 0xC000);  // -2.0
+  const Read r = ReadBoth({{"l.qweight", "U8", {2, 34}, Q8Rows()}, {"l.bias", "F16", {2}, bias}},
+                          {Config("q_0", 8)});
+  for (const qd::Outcome* o : {&r.codec, &r.oracle}) {
+    ASSERT_FALSE(o->refused);
+    EXPECT_TRUE(o->findings.empty());
+    ASSERT_EQ(o->tensors.size(), 2u);
+    EXPECT_EQ(o->tensors[0].name, "l.weight");
+    EXPECT_EQ(o->tensors[0].shape, (std::vector<std::uint64_t>{2, 32}));
+    ASSERT_EQ(o->tensors[0].values.size(), 64u);
+    for (int i = 0; i < 32; ++i) {
+      EXPECT_EQ(o->tensors[0].values[i], static_cast<float>(i - 16) / 2.0f) << i;
+      EXPECT_EQ(o->tensors[0].values[32 + i], -3.0f) << i;
+    }
+    EXPECT_EQ(o->tensors[1].name, "l.bias");
+    EXPECT_EQ(o->tensors[1].values, (std::vector<float>{1.0f, -2.0f}));
+  }
+}
+
+// q4_0 (3.1: y = (nibble - 8) * d), written "Q4-0" (normalised to q4_0):
+// block 0 d = 1, every qs byte 0x98: weights 0..15 (low nibble 8) are 0,
+// 16..31 (high nibble 9) are 1; block 1 (the padding's) d = 2, qs 0x88: 0.
+// The padded width Kp = 64 is decoded whole (section 1).
+TEST(GgmlSt, DecodesQ4_0WithItsPaddedBlock) {
+  Bytes q(36, 0);
+  PutHalf(&q, 0, 0x3C00);
+  for (int i = 0; i < 16; ++i) q[2 + i] = 0x98;
+  PutHalf(&q, 18, 0x4000);
+  for (int i = 0; i < 16; ++i) q[20 + i] = 0x88;
+  const Read r = ReadBoth({{"l.qweight", "U8", {1, 36}, q}}, {Config("Q4-0", 4)});
+  for (const qd::Outcome* o : {&r.codec, &r.oracle}) {
+    ASSERT_FALSE(o->refused);
+    ASSERT_EQ(o->tensors.size(), 1u);
+    EXPECT_EQ(o->tensors[0].shape, (std::vector<std::uint64_t>{1, 64}));
+    for (int k = 0; k < 64; ++k) EXPECT_EQ(o->tensors[0].values[k], (k >= 16 && k < 32) ? 1.0f : 0.0f) << k;
+  }
+}
+
+struct RuleCase {
+  const char* what;
+  std::vector<RawTensor> tensors;
+  std::vector<qd::SideFile> configs;
+  const char* rule;
+  const char* file;
+  const char* tensor;
+  const char* field;
+  std::int64_t row = -1, block = -1;
+  std::int64_t data_byte = -1;  // byte_offset - data start, or -1 for the fixed offsets below
+};
+
+TEST(GgmlSt, EveryRuleWithItsFields) {
+  Bytes q6(210, 0);
+  PutHalf(&q6, 208, 0x7C00);  // q6_K's d (3.9: @208) is +infinity
+  Bytes q4k(2 * 144, 0);
+  PutHalf(&q4k, 144 + 2, 0xFE00);  // row 1's dmin (@2) is a NaN
+  Bytes f32_bias(8, 0);
+  const std::vector<RuleCase> cases = {
+      {"q_0 with 5 bits is q5_0, not written by GPT-QModel", {{"l.qweight", "U8", {2, 34}, Q8Rows()}},
+       {Config("q_0", 5)}, "GGST-001", "quantize_config.json", "", "format"},
+      {"q4_k_m says 4 bits", {{"l.qweight", "U8", {2, 34}, Q8Rows()}}, {Config("q4_k_m", 5)}, "GGST-002",
+       "quantize_config.json", "", "bits"},
+      {"35 bytes a row", {{"l.qweight", "U8", {1, 35}, Bytes(35, 0)}}, {Config("q_0", 8)}, "GGST-003",
+       "m.safetensors", "l.qweight", "shape"},
+      {"q6_K d infinite", {{"l.qweight", "U8", {1, 210}, q6}}, {Config("q_k", 6)}, "GGST-004", "m.safetensors",
+       "l.qweight", "d", 0, 0, 208},
+      {"q4_K dmin NaN", {{"l.qweight", "U8", {2, 144}, q4k}}, {Config("q_k_s", 4)}, "GGST-004",
+       "m.safetensors", "l.qweight", "dmin", 1, 0, 146},
+      {"second layer has scales", {{"a.qweight", "U8", {2, 34}, Q8Rows()}, {"b.scales", "F16", {1}, Bytes(2, 0)}},
+       {Config("q_0", 8)}, "GGST-101", "m.safetensors", "b.scales", "qweight"},
+      {"second layer has g_idx", {{"a.qweight", "U8", {2, 34}, Q8Rows()}, {"b.qweight", "U8", {2, 34}, Q8Rows()},
+                                  {"b.g_idx", "I32", {1}, Bytes(4, 0)}},
+       {Config("q_0", 8)}, "GGST-101", "m.safetensors", "b.g_idx", "g_idx"},
+      {"dense weight beside", {{"l.qweight", "U8", {2, 34}, Q8Rows()}, {"l.weight", "F16", {1}, Bytes(2, 0)}},
+       {Config("q_0", 8)}, "GGST-102", "m.safetensors", "l.weight", "weight"},
+      {"F32 bias", {{"l.qweight", "U8", {2, 34}, Q8Rows()}, {"l.bias", "F32", {2}, f32_bias}},
+       {Config("q_0", 8)}, "GGST-104", "m.safetensors", "l.bias", "dtype"},
+      {"bias of 4 for 2 rows", {{"l.qweight", "U8", {2, 34}, Q8Rows()}, {"l.bias", "F16", {4}, f32_bias}},
+       {Config("q_0", 8)}, "GGST-104", "m.safetensors", "l.bias", "shape"},
+      // 2^32 + 4 does not fit an int: read as -1 (section 2), never as 4.
+      {"q_0 with bits 2^32 + 4", {{"l.qweight", "U8", {1, 18}, Bytes(18, 0)}},
+       {{kConfigName, Text("{\"method\": \"gguf\", \"format\": \"q_0\", \"bits\": 4294967300}")}}, "GGST-001",
+       "quantize_config.json", "", "format"},
+      {"q4_0 with bits 2^32 + 4", {{"l.qweight", "U8", {1, 18}, Bytes(18, 0)}},
+       {{kConfigName, Text("{\"method\": \"gguf\", \"format\": \"q4_0\", \"bits\": 4294967300}")}}, "GGST-002",
+       "quantize_config.json", "", "bits"},
+      {"labelled gptq", {{"l.qweight", "U8", {2, 34}, Q8Rows()}}, {Config("q_0", 8, "gptq")}, "CFG-005",
+       "quantize_config.json", "", "method"},
+      {"no config", {{"l.qweight", "U8", {2, 34}, Q8Rows()}}, {}, "CFG-003", "m.safetensors", "", "config"},
+  };
+  for (const RuleCase& c : cases) {
+    const Bytes file = qdtest::SafetensorsFile(c.tensors, nullptr);
+    const std::int64_t data_start = 8 + static_cast<std::int64_t>(file[0] | (file[1] << 8));
+    const Read r = ReadBoth(c.tensors, c.configs);
+    for (const qd::Outcome* o : {&r.codec, &r.oracle}) {
+      ASSERT_TRUE(o->refused) << c.what;
+      ASSERT_EQ(o->findings.size(), 1u) << c.what;
+      const qd::Finding& f = o->findings.back();
+      EXPECT_EQ(f.rule, c.rule) << c.what;
+      EXPECT_EQ(f.file, c.file) << c.what;
+      EXPECT_EQ(f.tensor, c.tensor) << c.what;
+      EXPECT_EQ(f.field, c.field) << c.what;
+      EXPECT_EQ(f.row, c.row) << c.what;
+      EXPECT_EQ(f.block, c.block) << c.what;
+      const std::int64_t offset = c.data_byte >= 0 ? data_start + c.data_byte
+                                  : std::string(c.rule).rfind("GGST-1", 0) == 0 || std::string(c.rule) == "GGST-003"
+                                      ? 8
+                                      : -1;
+      EXPECT_EQ(f.byte_offset, offset) << c.what;
+    }
+  }
+}
+
+TEST(GgmlSt, AnUnknownSiblingIsAWarning) {
+  const Read r = ReadBoth({{"l.qweight", "U8", {2, 34}, Q8Rows()}, {"l.perm", "I32", {1}, Bytes(4, 0)}},
+                          {Config("q8_0", 8)});
+  for (const qd::Outcome* o : {&r.codec, &r.oracle}) {
+    EXPECT_FALSE(o->refused);
+    ASSERT_EQ(o->findings.size(), 1u);
+    EXPECT_EQ(o->findings[0].rule, "GGST-103");
+    EXPECT_EQ(o->findings[0].severity, qd::Severity::kWarning);
+    EXPECT_EQ(o->findings[0].field, "perm");
+    EXPECT_EQ(o->tensors.size(), 1u);  // l.weight; the I32 sibling is left out
+  }
+}
+
+}  // namespace
