@@ -44,6 +44,8 @@ extern const std::string_view kTestImplHelp =
     "                               (after an optional 'FILE:') not followed by\n"
     "                               'warning', the first such must be the vector's\n"
     "                               refusing rule\n"
+    "A vector that format detection gives to another format (a .gguf vector with\n"
+    "a broken magic reads as safetensors) conforms when read as either.\n"
     "Anything else is reported per vector as what it is: accepted-invalid,\n"
     "refused-valid, other-rule, wrong-output (first differing tensor and element,\n"
     "both bit patterns), signed-zero (only -0.0 vs +0.0 differ), garbage (no\n"
@@ -208,20 +210,44 @@ Verdict CompareOutput(const std::string& path, const std::vector<qd::DecodedTens
   return {};
 }
 
-// What the implementation must do with V: decode it, or refuse it with
-// the returned rule. A format quantdiff only recognises is refused by
-// `decode` even where `check` accepts it (rules.json REC-001): the decode
-// contract, not a reading of the file.
-std::string ExpectedRefusal(const qd::harness::FormatEntry& format, const TestVector& v) {
-  if (v.oracle.refused) return RefusingRule(v.oracle);
-  if (format.decode_refusal == nullptr) return "";
-  const qd::Outcome refusal = format.decode_refusal(qd::ByteView{v.bytes.data(), v.bytes.size()}, v.file, v.side_files);
-  return refusal.refused ? RefusingRule(refusal) : "";
+// What an implementation may do with a vector: refuse it with
+// refusal_rule, or (refusal_rule empty) decode it to tensors.
+struct Expectation {
+  std::string refusal_rule;
+  std::vector<qd::DecodedTensor> tensors;
+};
+
+// The reading of V by READER's oracle as a decode: a format quantdiff only
+// recognises is refused by `decode` even where `check` accepts it
+// (rules.json REC-001), the decode contract rather than a reading.
+Expectation ExpectationOf(const qd::harness::FormatEntry& reader, const qd::Outcome& oracle,
+                          const TestVector& v) {
+  if (oracle.refused) return {RefusingRule(oracle), {}};
+  if (reader.decode_refusal != nullptr) {
+    const qd::Outcome refusal = reader.decode_refusal(qd::ByteView{v.bytes.data(), v.bytes.size()}, v.file, v.side_files);
+    if (refusal.refused) return {RefusingRule(refusal), {}};
+  }
+  return {"", oracle.tensors};
 }
 
-Verdict Judge(const std::string& want_rule, const TestVector& v, const ProcessResult& r,
-              const std::string& output_path) {
-  const bool expect_refusal = !want_rule.empty();
+// The vector's own reading first. A file detection gives to another format
+// (a .gguf vector with a broken magic reads as safetensors) may also be
+// read as that format: a reader dedicated to the vector's format and one
+// that detects are both right (docs: README "Which format a file is").
+std::vector<Expectation> Expectations(const qd::harness::FormatEntry& format, const TestVector& v) {
+  std::vector<Expectation> out = {ExpectationOf(format, v.oracle, v)};
+  const qd::harness::FormatEntry& detected = qd::harness::OracleDetectFormat(qd::ByteView{v.bytes.data(), v.bytes.size()});
+  if (detected.name != format.name) {
+    std::string error;
+    const std::optional<qd::Outcome> other =
+        SafeRead(detected.oracle_read, qd::ByteView{v.bytes.data(), v.bytes.size()}, v.file, v.side_files, &error);
+    if (other) out.push_back(ExpectationOf(detected, *other, v));
+  }
+  return out;
+}
+
+Verdict Judge(const Expectation& want, const ProcessResult& r, const std::string& output_path) {
+  const bool expect_refusal = !want.refusal_rule.empty();
   switch (r.end) {
     case ProcessEnd::kTimedOut: return {Judgement::kHung, "killed at the timeout"};
     case ProcessEnd::kSignalled: return {Judgement::kCrashed, "signal " + std::to_string(r.signal)};
@@ -231,16 +257,25 @@ Verdict Judge(const std::string& want_rule, const TestVector& v, const ProcessRe
   if (r.exit_code == 1) {
     if (!expect_refusal) return {Judgement::kRefusedValid, FirstLine(r.stderr_head)};
     const std::string stated = StatedRule(r.stderr_head);
-    if (!stated.empty() && stated != want_rule) {
-      return {Judgement::kOtherRule, "refused with " + stated + ", expected " + want_rule};
+    if (!stated.empty() && stated != want.refusal_rule) {
+      return {Judgement::kOtherRule, "refused with " + stated + ", expected " + want.refusal_rule};
     }
     return {};
   }
   if (r.exit_code != 0) {
     return {Judgement::kCrashed, "exit " + std::to_string(r.exit_code) + ": " + FirstLine(r.stderr_head)};
   }
-  if (expect_refusal) return {Judgement::kAcceptedInvalid, "expected refusal with " + want_rule};
-  return CompareOutput(output_path, v.oracle.tensors);
+  if (expect_refusal) return {Judgement::kAcceptedInvalid, "expected refusal with " + want.refusal_rule};
+  return CompareOutput(output_path, want.tensors);
+}
+
+// Passes when some expectation passes; else what the first one says.
+Verdict JudgeAll(const std::vector<Expectation>& wants, const ProcessResult& r, const std::string& output_path) {
+  Verdict first = Judge(wants.front(), r, output_path);
+  for (std::size_t i = 1; i < wants.size() && first.judgement != Judgement::kPass; ++i) {
+    if (Judge(wants[i], r, output_path).judgement == Judgement::kPass) return {};
+  }
+  return first;
 }
 
 std::string Substitute(const std::string& templ, const std::string& input, const std::string& output) {
@@ -446,7 +481,7 @@ int RunTestImpl(const std::vector<std::string>& argv) {
       const ProcessResult r = RunBounded(Substitute(o.command_template, input.string(), output), o.timeout,
                                          (run_dir / "stderr").string());
       if (r.end == ProcessEnd::kNotStarted) io_failed = true;
-      run.verdict = Judge(ExpectedRefusal(*run.entry, v), v, r, output);
+      run.verdict = JudgeAll(Expectations(*run.entry, v), r, output);
     }
   };
   std::vector<std::thread> workers;

@@ -134,7 +134,11 @@ std::vector<DetectionCase> Cases() {
        File({Bytes("w", 4), Bytes("w.absmax", 4), Bytes("w.quant_map", 4)}), "safetensors"},
       {"name ending in SCB without the dot", File({Bytes("mSCB", 4)}), "safetensors"},
       {"a lone g_idx (GPTQ-101 later)", File({Bytes("layer.g_idx", 4)}), "gptq"},
-      {"qweight without a prefix", File({Bytes("qweight", 4)}), "gptq"},
+      // A U8 qweight whose prefix has no qzeros, scales or g_idx is a GGUF
+      // layer (docs/ggml_safetensors.md, Detection); GPTQ's words are I32.
+      {"U8 qweight without a prefix", File({Bytes("qweight", 4)}), "ggml_st"},
+      {"I32 qweight without a prefix",
+       File({RawTensor{"qweight", "I32", {1}, std::vector<std::uint8_t>(4, 0)}}), "gptq"},
       {"GPTQ and bnb names: bnb first", File({Bytes("a.qweight", 4), Bytes("b.SCB", 4)}), "bnb"},
       {"bnb names and a Q4B32 tensor: RBQ first",
        File({Bytes("b.SCB", 4), RawTensor{"w", "Q4B32", {1, 32}, std::vector<std::uint8_t>(18, 0)}}),

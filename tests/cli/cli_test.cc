@@ -718,7 +718,7 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
       {"check", good, "--frobnicate"},
       {"check", good, "--report"},
       {"check", good, "--report", "xml"},
-      {"check", good, "--format", "gguf"},
+      {"check", good, "--format", "no-such-format"},
       {"check", missing},
       {"check", good, missing},
       // A directory is one input (docs/model_dir.md); its format is its own.
@@ -735,7 +735,7 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
       {"campaign", "--seconds", "-1"},
       {"campaign", "--seconds", "99999999999999999999"},
       {"campaign", "--seed", "12x"},
-      {"campaign", "--format", "gguf"},
+      {"campaign", "--format", "no-such-format"},
       {"campaign", "stray-argument"},
       {"campaign", "--seconds", "1", "--out", (dir_ / "file-not-dir").string()},
       {"export-vectors", "--count", "0"},
