@@ -16,6 +16,18 @@ namespace {
 
 std::uint64_t u(std::int64_t v) { return static_cast<std::uint64_t>(v); }
 
+// docs/awq.md section 2: with g_idx gone, rank-2 qweight and scales that are
+// not GPTQ's shape pair (equal columns, different rows) make an AWQ layer.
+bool LooksLikeAwqWithoutGIdx(Draft& d, const std::string& prefix) {
+  const codec::TensorWithBytes* qweight = d.Find(prefix + "qweight");
+  const codec::TensorWithBytes* scales = d.Find(prefix + "scales");
+  if (qweight == nullptr || scales == nullptr) return false;
+  const std::vector<std::uint64_t>& q = qweight->spec.shape;
+  const std::vector<std::uint64_t>& s = scales->spec.shape;
+  if (q.size() != 2 || s.size() != 2) return false;
+  return !(q[1] == s[1] && q[0] != s[0]);
+}
+
 Generated ViolateGptq101(const std::string& r, LayerCase& c, Rng& rng) {
   Draft& d = c.d;
   const std::string& P = c.layer->params.prefix;
@@ -26,6 +38,12 @@ Generated ViolateGptq101(const std::string& r, LayerCase& c, Rng& rng) {
     return d.Write(r, std::string("a lone ") + member + " makes an incomplete layer");
   }
   const char* member = OneOf<const char*>(rng, {"qweight", "qzeros", "scales", "g_idx"});
+  if (std::string(member) == "g_idx" && LooksLikeAwqWithoutGIdx(d, P)) {
+    // Without g_idx this layer would be an AWQ layer by docs/awq.md
+    // section 2's detection (qweight rows = scales rows, e.g. K 128, 4 bits,
+    // group size 8): the file would be read as AWQ, not refused by GPTQ-101.
+    member = "qzeros";
+  }
   d.Remove(P + member);
   return d.Write(r, std::string("layer without ") + member);
 }
