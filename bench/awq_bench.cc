@@ -1,0 +1,98 @@
+// awq_bench: AWQ GEMM 4-bit dequantize (docs/awq.md section 6: fl32((q - z)
+// * s), codes in AWQ's 0,2,4,6,1,3,5,7 nibble order) of a K = N = 4096 layer,
+// group size 128, F16 scales, with a memcpy of the same packed qweight bytes
+// in the same run as the yardstick.
+//
+// Rows of the [N, K] weight are decoded eight at a time into a 128 KiB
+// buffer, as `decode` streams a layer. Bytes/s counts the packed qweight
+// bytes; weights/s the weights written.
+// Run: build/bench/bench/qd_awq_bench --benchmark_counters_tabular=true
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codecs/awq.h"
+
+namespace {
+
+constexpr std::int64_t kIn = 4096;   // K
+constexpr std::int64_t kOut = 4096;  // N
+constexpr std::int64_t kGroup = 128;
+constexpr std::int64_t kSliceRows = 8;
+
+struct Layer {
+  qd::codec::AwqPacked packed;
+  std::vector<std::uint8_t> qweight, qzeros, scales;  // little-endian bytes
+  qd::codec::AwqLayerView view;
+  Layer() {
+    std::mt19937_64 rng(11);
+    std::vector<std::int32_t> codes(static_cast<std::size_t>(kIn * kOut));
+    for (auto& c : codes) c = static_cast<std::int32_t>(rng() % 16);
+    std::vector<std::int32_t> zeros(static_cast<std::size_t>(kIn / kGroup * kOut));
+    for (auto& z : zeros) z = static_cast<std::int32_t>(rng() % 16);
+    std::string error;
+    if (!qd::codec::AwqEncode(qd::codec::AwqFormat::kGemm, kIn, kOut, kGroup, codes, zeros, &packed, &error)) {
+      std::abort();  // the bench's own fixture: a failure here is a bug in this file
+    }
+    qweight = qd::codec::I32WordBytes(packed.qweight);
+    qzeros = qd::codec::I32WordBytes(packed.qzeros);
+    // Finite binary16 scales between 2^-7 and 2^-3 (exponent 8..11).
+    scales.resize(static_cast<std::size_t>(kIn / kGroup * kOut) * 2);
+    for (std::size_t i = 0; i < scales.size(); i += 2) {
+      const std::uint16_t half = static_cast<std::uint16_t>(((8 + rng() % 4) << 10) | (rng() & 0x3ff));
+      scales[i] = static_cast<std::uint8_t>(half & 0xff);
+      scales[i + 1] = static_cast<std::uint8_t>(half >> 8);
+    }
+    view.format = qd::codec::AwqFormat::kGemm;
+    view.in_features = kIn;
+    view.out_features = kOut;
+    view.groups = kIn / kGroup;
+    view.group_size = kGroup;
+    view.zeros_width = 0;
+    view.qweight = qweight.data();
+    view.qzeros = qzeros.data();
+    view.scales = scales.data();
+    view.scales_dtype = qd::codec::Dtype::kF16;
+  }
+};
+
+const Layer& TheLayer() {
+  static const Layer layer;
+  return layer;
+}
+
+void BM_MemcpyPacked(benchmark::State& state) {
+  const Layer& l = TheLayer();
+  std::vector<std::uint8_t> out(l.qweight.size());
+  for (auto _ : state) {
+    std::memcpy(out.data(), l.qweight.data(), l.qweight.size());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * l.qweight.size()));
+}
+
+void BM_DequantizeRows(benchmark::State& state) {
+  const Layer& l = TheLayer();
+  std::vector<float> out(static_cast<std::size_t>(kSliceRows * kIn));
+  for (auto _ : state) {
+    for (std::int64_t n = 0; n < kOut; n += kSliceRows) {
+      qd::codec::AwqDequantizeRows(l.view, n, n + kSliceRows, out.data());
+      benchmark::DoNotOptimize(out.data());
+    }
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * l.qweight.size()));
+  state.counters["weights/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * kIn * kOut,
+                                                   benchmark::Counter::kIsRate);
+}
+
+BENCHMARK(BM_MemcpyPacked)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DequantizeRows)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
