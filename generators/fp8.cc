@@ -15,6 +15,7 @@
 #include "codecs/float16.h"
 #include "codecs/fp8.h"
 #include "generators/generators.h"
+#include "generators/tensor_list.h"
 
 namespace qd::gen {
 namespace {
@@ -56,17 +57,8 @@ struct Fp8Draft {
   std::vector<TensorWithBytes> tensors;
   Json config;
 
-  TensorWithBytes* Find(const std::string& name) {
-    for (TensorWithBytes& t : tensors) {
-      if (t.spec.name == name) return &t;
-    }
-    return nullptr;
-  }
-  void Erase(const std::string& name) {
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-      if (tensors[i].spec.name == name) tensors.erase(tensors.begin() + static_cast<std::ptrdiff_t>(i));
-    }
-  }
+  TensorWithBytes* Find(const std::string& name) { return FindTensor(tensors, name); }
+  void Erase(const std::string& name) { RemoveTensor(tensors, name); }
 
   Generated Write(const std::string& rule, const std::string& what) const {
     Generated g;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "generators/gptq_model.h"
+#include "generators/tensor_list.h"
 
 namespace qd::gen::gptq_gen {
 namespace {
@@ -18,16 +19,9 @@ const std::vector<std::string> kModules = {"self_attn.q_proj", "self_attn.k_proj
 
 }  // namespace
 
-codec::TensorWithBytes* Draft::Find(const std::string& name) {
-  for (auto& t : tensors) {
-    if (t.spec.name == name) return &t;
-  }
-  return nullptr;
-}
+codec::TensorWithBytes* Draft::Find(const std::string& name) { return FindTensor(tensors, name); }
 
-void Draft::Remove(const std::string& name) {
-  std::erase_if(tensors, [&](const codec::TensorWithBytes& t) { return t.spec.name == name; });
-}
+void Draft::Remove(const std::string& name) { RemoveTensor(tensors, name); }
 
 Generated Draft::Write(std::string rule, std::string what) const {
   Generated g;
