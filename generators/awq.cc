@@ -13,6 +13,7 @@
 #include "codecs/awq.h"
 #include "codecs/float16.h"
 #include "generators/generators.h"
+#include "generators/tensor_list.h"
 
 namespace qd::gen {
 namespace {
@@ -55,12 +56,7 @@ struct AwqDraft {
   std::int64_t Group() const { return group_size == -1 ? k : group_size; }
   std::int64_t G() const { return k / Group(); }
 
-  TensorWithBytes* Find(const std::string& name) {
-    for (TensorWithBytes& t : tensors) {
-      if (t.spec.name == name) return &t;
-    }
-    return nullptr;
-  }
+  TensorWithBytes* Find(const std::string& name) { return FindTensor(tensors, name); }
 
   Generated Write(const std::string& rule, const std::string& what, bool with_config = true) const {
     Generated g;

@@ -10,6 +10,7 @@
 #include "codecs/bnb.h"
 #include "codecs/safetensors.h"
 #include "generators/generators.h"
+#include "generators/tensor_list.h"
 
 namespace qd::gen {
 namespace {
@@ -53,15 +54,8 @@ struct Draft {
   std::uint64_t n = 0;
   std::string scale_name;  // int8: M.SCB or M.weight_scb
 
-  codec::TensorWithBytes* Find(const std::string& name) {
-    for (auto& t : tensors) {
-      if (t.spec.name == name) return &t;
-    }
-    return nullptr;
-  }
-  void Remove(const std::string& name) {
-    std::erase_if(tensors, [&](const codec::TensorWithBytes& t) { return t.spec.name == name; });
-  }
+  codec::TensorWithBytes* Find(const std::string& name) { return FindTensor(tensors, name); }
+  void Remove(const std::string& name) { RemoveTensor(tensors, name); }
   void Add(std::string name, std::string dtype, std::vector<std::uint64_t> shape,
            std::vector<std::uint8_t> bytes) {
     tensors.push_back({{std::move(name), std::move(dtype), std::move(shape), 0}, std::move(bytes)});
