@@ -196,7 +196,9 @@ TEST_F(OutputsTest, OutputsThatAreNotRegularFilesAreRefusedNotReplaced) {
   EXPECT_TRUE(fs::is_fifo(P("fifo")));
   EXPECT_TRUE(fs::is_directory(P("folder")));
   EXPECT_TRUE(fs::is_symlink(P("dangling")));
-  if (have_device) EXPECT_TRUE(fs::is_character_file(P("device")));
+  if (have_device) {
+    EXPECT_TRUE(fs::is_character_file(P("device")));
+  }
 }
 
 TEST_F(OutputsTest, DashWritesToStandardOutput) {
@@ -234,7 +236,7 @@ TEST_F(OutputsTest, AnInputTruncatedWhileMappedIsAnIoErrorNotASignal) {
                          // A sanitizer runtime must come first among the
                          // libraries; the shim is loaded before it on purpose.
                          "ASAN_OPTIONS=verify_asan_link_order=0"};
-  for (const std::string& verb : {"decode", "check", "diff"}) {
+  for (const char* verb : {"decode", "check", "diff"}) {
     WriteWhole(P("in.shrinks"), SmallSafetensors());
     std::vector<std::string> args = {verb, P("in.shrinks")};
     if (std::string(verb) == "decode") args.insert(args.end(), {"--out", P("out.safetensors")});
