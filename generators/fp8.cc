@@ -234,7 +234,8 @@ Generated Violate(const std::string& rule, Rng& rng) {
     d.br = std::max<std::uint64_t>(d.br, 2);
     d.bc = std::max<std::uint64_t>(d.bc, 2);
     d.config["weight_block_size"] = Json{d.br, d.bc};
-    d.n = d.br * (1 + Pick(rng, 3)) + (Coin(rng) ? 1 : 0);
+    const std::uint64_t blocks = 1 + Pick(rng, 3);  // draws in sequence: no operand order left to the compiler
+    d.n = d.br * blocks + (Coin(rng) ? 1 : 0);
     d.k = d.bc * (1 + Pick(rng, 3)) + 1;
     d.tensors.clear();
     AddLayer(d, kP, rng);

@@ -66,7 +66,14 @@ std::vector<GgufKv> RandomMetadata(Rng& rng, bool allow_nested_arrays) {
       case 1: PutU64(&v, rng()); kvs.push_back(Kv(key, static_cast<std::uint32_t>(10 + Pick(rng, 3)), v)); break;
       case 2: PutU32(&v, static_cast<std::uint32_t>(rng())); kvs.push_back(Kv(key, static_cast<std::uint32_t>(4 + Pick(rng, 3)), v)); break;
       case 3: v = {static_cast<std::uint8_t>(rng()), static_cast<std::uint8_t>(rng())}; kvs.push_back(Kv(key, static_cast<std::uint32_t>(2 + Pick(rng, 2)), v)); break;
-      case 4: kvs.push_back(Kv(key, static_cast<std::uint32_t>(Pick(rng, 2)), {static_cast<std::uint8_t>(rng())})); break;
+      case 4: {
+        // Two draws in sequence, never as two arguments of one call (their
+        // order would be the compiler's: GCC and clang would write other files).
+        const auto byte = static_cast<std::uint8_t>(rng());
+        const auto type = static_cast<std::uint32_t>(Pick(rng, 2));
+        kvs.push_back(Kv(key, type, {byte}));
+        break;
+      }
       case 5: {
         std::vector<std::uint8_t> strings;
         const std::uint64_t n = Pick(rng, 4);
@@ -338,7 +345,8 @@ Generated GgufViolation(std::string_view rule, Rng& rng) {
   }
   if (r == "GGUF-016") {
     last.type = Coin(rng) ? 2 : 12;  // q4_0 (QK 32) or q4_K (QK 256)
-    last.ne[0] = 1 + Pick(rng, 31) + (last.type == 2 ? 32 : 256) * Pick(rng, 2);
+    const std::uint64_t partial = 1 + Pick(rng, 31);  // two draws in sequence (see above)
+    last.ne[0] = partial + (last.type == 2 ? 32 : 256) * Pick(rng, 2);
     return Make(spec, r, "a row that is not a whole number of blocks");
   }
   if (r == "GGUF-017") {
