@@ -437,15 +437,19 @@ int RunTestImpl(const std::vector<std::string>& argv) {
   std::string error;
   if (!ParseOptions(argv, &o, &error)) return UsageError("test-impl", error);
 
-  std::map<std::string, std::vector<TestVector>> vectors;  // by format
+  // By format name (the report's order; a format named twice runs once),
+  // each with its registry entry.
+  std::map<std::string, std::pair<const qd::harness::FormatEntry*, std::vector<TestVector>>> vectors;
   std::vector<Run> runs;
   for (const qd::harness::FormatEntry* f : o.formats) {
-    std::vector<TestVector>& list = vectors[std::string(f->name)];
+    auto& [entry, list] = vectors[std::string(f->name)];
+    if (entry != nullptr) continue;
+    entry = f;
     if (!BuildVectors(*f, o.count, o.seed, &list, &error)) return IoError("test-impl", error);
   }
-  for (const auto& [format, list] : vectors) {
-    for (const TestVector& v : list) {
-      if (!o.only || *o.only == v.tc_id) runs.push_back({FormatByName(format, &error), format, &v, {}});
+  for (const auto& [format, built] : vectors) {
+    for (const TestVector& v : built.second) {
+      if (!o.only || *o.only == v.tc_id) runs.push_back({built.first, format, &v, {}});
     }
   }
   if (runs.empty()) return UsageError("test-impl", "no vector has that tcId");
