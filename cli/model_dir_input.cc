@@ -14,9 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool EndsWith(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // True when the canonical PATH lies below the canonical directory ROOT.
 bool Inside(const fs::path& path, const fs::path& root) {
@@ -40,7 +37,7 @@ qd::DirEntryKind KindOf(const fs::directory_entry& entry, const fs::path& root) 
 
 bool IsConfigName(const std::string& name) {
   return name == "config.json" || name == "quantize_config.json" || name == "quant_config.json" ||
-         EndsWith(name, ".quantize_config.json");
+         name.ends_with(".quantize_config.json");
 }
 
 }  // namespace
@@ -59,7 +56,7 @@ bool OpenModelDir(const std::string& dir, ModelDirInput* input, std::string* err
   }
   qd::ModelDirListing& listing = input->listing_;
   listing.dir = dir;
-  listing.prefix = EndsWith(dir, "/") ? dir : dir + "/";
+  listing.prefix = dir.ends_with("/") ? dir : dir + "/";
   fs::directory_iterator it(root, ec);
   if (ec) {
     *error = dir + ": " + ec.message();
@@ -71,14 +68,14 @@ bool OpenModelDir(const std::string& dir, ModelDirInput* input, std::string* err
   std::sort(listing.entries.begin(), listing.entries.end(),
             [](const qd::DirEntry& a, const qd::DirEntry& b) { return a.name < b.name; });
   for (qd::DirEntry& e : listing.entries) {
-    const bool read = EndsWith(e.name, ".safetensors") || EndsWith(e.name, ".bin") ||
-                      EndsWith(e.name, ".json");
+    const bool read = e.name.ends_with(".safetensors") || e.name.ends_with(".bin") ||
+                      e.name.ends_with(".json");
     if (e.kind != qd::DirEntryKind::kRegular || !read) continue;
     const std::string path = listing.prefix + e.name;
     auto file = std::make_unique<InputFile>();
     if (!OpenInput(path, file.get(), error)) return false;
     e.bytes = file->View();
-    const std::uint64_t limit = EndsWith(e.name, ".index.json") ? kMaxIndexBytes
+    const std::uint64_t limit = e.name.ends_with(".index.json") ? kMaxIndexBytes
                                 : IsConfigName(e.name)          ? kMaxSideFileBytes
                                                                 : UINT64_MAX;
     if (e.bytes.size > limit) {

@@ -45,20 +45,17 @@ constexpr std::string_view kTorchSuffix = ".bin";
 constexpr std::string_view kTorchIndexSuffix = ".bin.index.json";
 constexpr std::string_view kTorchPrefix = "pytorch_model";
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
 
 // Section 2's table: what a name makes an entry.
 WeightKind WeightFileKind(std::string_view name) {
-  if (EndsWith(name, kSafetensorsSuffix)) return WeightKind::kSafetensors;
-  if (name.rfind(kTorchPrefix, 0) == 0 && EndsWith(name, kTorchSuffix)) return WeightKind::kTorch;
+  if (name.ends_with(kSafetensorsSuffix)) return WeightKind::kSafetensors;
+  if (name.starts_with(kTorchPrefix) && name.ends_with(kTorchSuffix)) return WeightKind::kTorch;
   return WeightKind::kNone;
 }
 
 WeightKind IndexKind(std::string_view name) {
-  if (EndsWith(name, kSafetensorsIndexSuffix)) return WeightKind::kSafetensors;
-  if (EndsWith(name, kTorchIndexSuffix)) return WeightKind::kTorch;
+  if (name.ends_with(kSafetensorsIndexSuffix)) return WeightKind::kSafetensors;
+  if (name.ends_with(kTorchIndexSuffix)) return WeightKind::kTorch;
   return WeightKind::kNone;
 }
 
@@ -66,7 +63,7 @@ WeightKind IndexKind(std::string_view name) {
 std::string Stem(std::string_view name) {
   for (std::string_view suffix :
        {kSafetensorsIndexSuffix, kTorchIndexSuffix, kSafetensorsSuffix, kTorchSuffix}) {
-    if (EndsWith(name, suffix)) return std::string(name.substr(0, name.size() - suffix.size()));
+    if (name.ends_with(suffix)) return std::string(name.substr(0, name.size() - suffix.size()));
   }
   return std::string(name);
 }

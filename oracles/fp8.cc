@@ -61,14 +61,11 @@ std::string AsciiLower(std::string_view text) {
   return out;
 }
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // Section 2: the layer prefix of a tensor name ending in SUFFIX, the prefix
 // being empty or ending in a dot.
 bool LayerPrefix(const std::string& name, const std::string& suffix, std::string* prefix) {
-  if (!EndsWith(name, suffix)) return false;
+  if (!name.ends_with(suffix)) return false;
   *prefix = name.substr(0, name.size() - suffix.size());
   return prefix->empty() || prefix->back() == '.';
 }

@@ -67,18 +67,11 @@ constexpr SetKind kKinds[] = {
 constexpr int kKindCount = sizeof(kKinds) / sizeof(kKinds[0]);
 constexpr int kSafetensorsKind = 0;
 
-bool StartsWith(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() && text.substr(0, prefix.size()) == prefix;
-}
-bool EndsWith(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
 bool IsWeightName(const SetKind& kind, const std::string& name) {
-  return StartsWith(name, kind.weight_prefix) && EndsWith(name, kind.weight_suffix);
+  return name.starts_with(kind.weight_prefix) && name.ends_with(kind.weight_suffix);
 }
 bool IsIndexName(const SetKind& kind, const std::string& name) {
-  return EndsWith(name, kind.index_suffix);
+  return name.ends_with(kind.index_suffix);
 }
 
 // The listing's entries by name.

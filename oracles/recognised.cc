@@ -85,13 +85,10 @@ struct Layer {
   long anchor = -1;
 };
 
-bool EndsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
 
 // "T == P + s and P is empty or ends with '.'": the prefix, or false.
 bool MemberPrefix(const std::string& name, const std::string& suffix, std::string* prefix) {
-  if (!EndsWith(name, suffix)) return false;
+  if (!name.ends_with(suffix)) return false;
   *prefix = name.substr(0, name.size() - suffix.size());
   return prefix->empty() || prefix->back() == '.';
 }

@@ -489,9 +489,6 @@ const SubCheck* FindSubCheck(const std::string& rule, const std::string& descrip
   return nullptr;
 }
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 }  // namespace
 
@@ -530,7 +527,7 @@ TEST(PtBnbProperties, EveryListedBnbRuleIsReachedByBothReadersWithItsField) {
         if (sub == nullptr) continue;
         EXPECT_EQ(hit->field, sub->field) << where << ": " << who;
         const std::string tensor = hit->tensor;
-        EXPECT_TRUE(tensor.rfind("model.layers.", 0) == 0 && EndsWith(tensor, std::string(".weight") + sub->tensor))
+        EXPECT_TRUE(tensor.starts_with("model.layers.") && tensor.ends_with(std::string(".weight") + sub->tensor))
             << where << ": " << who << " names tensor " << tensor << ", expected W" << sub->tensor;
       }
       if (auto d = qd::harness::Compare(codec, oracle, "pt")) {
