@@ -264,8 +264,9 @@ std::string DescribeExpectations(const std::vector<Expectation>& wants) {
     }
     std::size_t values = 0;
     for (const qd::DecodedTensor& t : want.tensors) values += t.values.size();
-    text += "accept and decode " + std::to_string(want.tensors.size()) + " tensors (" + std::to_string(values) +
-            " values)";
+    text += "accept and decode " + std::to_string(want.tensors.size()) +
+            (want.tensors.size() == 1 ? " tensor (" : " tensors (") + std::to_string(values) +
+            (values == 1 ? " value)" : " values)");
   }
   return text;
 }
@@ -309,7 +310,8 @@ Verdict Judge(const Expectation& want, const ProcessResult& r, const std::string
     return {};
   }
   if (r.exit_code != 0) {
-    return {Judgement::kCrashed, "exit " + std::to_string(r.exit_code) + ": " + FirstLine(r.stderr_head)};
+    const std::string said = FirstLine(r.stderr_head);
+    return {Judgement::kCrashed, "exit " + std::to_string(r.exit_code) + (said.empty() ? "" : ": " + said)};
   }
   if (expect_refusal) return {Judgement::kAcceptedInvalid, "expected refusal with " + want.refusal_rule};
   return CompareOutput(output_path, want.tensors);

@@ -27,7 +27,7 @@ pre{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:
 .muted{color:var(--muted)}
 table{border-collapse:collapse}
 .counts td,.counts th{padding:5px 12px;border-bottom:1px solid var(--line);text-align:right}
-.counts th:first-child,.counts td:first-child{text-align:left}
+.counts th:first-child,.counts td:first-child,.counts td.muted{text-align:left}
 .counts th{background:var(--bg);font-weight:600}
 .legend{display:flex;flex-wrap:wrap;gap:6px 16px;margin:4px 0 10px;color:var(--muted)}
 .legend span{display:inline-flex;align-items:center;gap:5px}

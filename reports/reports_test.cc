@@ -272,7 +272,7 @@ ConformanceReport HostileConformance() {
   ConformanceReport report{"reader {input} {output} # </pre><script>alert(0)</script>", {}};
   VectorRun pass{"rbq", 5, "RBQ-001", "rbq/5.safetensors", "refuse with RBQ-001", "exit 1 naming RBQ-001",
                  std::string(kPassOutcome), "", std::nullopt, "quantdiff test-impl --only 5"};
-  VectorRun fail{"rbq", 1, "", "rbq/1<u>.safetensors", "accept and decode 1 tensors (2 values)",
+  VectorRun fail{"rbq", 1, "", "rbq/1<u>.safetensors", "accept and decode 1 tensor (2 values)",
                  "exit 0 with an output; stderr: <img src=x onerror=alert(1)>", "wrong-output",
                  "tensor </code><script>alert(2)</script>|x element 1: expected 0x3f800000, got 0xbf800000",
                  FirstDifference{"</code><script>alert(2)</script>|x\x1b[2J", 1, 0x3f800000u, 0xbf800000u},
