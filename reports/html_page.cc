@@ -63,10 +63,11 @@ table.bits .b i.d{background:#ffd8d3;color:#a40e26;font-weight:700;border-radius
 table.bits .sep{display:inline-block;width:7px}
 )css";
 
-// Opens the drill-down a matrix link points at (details are closed by
-// default); reads only the fragment, as an element ID.
+// Opens the drill-down a matrix link points at (past the first few they
+// start closed); reads only the fragment, as an element ID (the page's IDs are
+// ASCII, so no decoding that could throw on a malformed address).
 constexpr std::string_view kScript = R"js(
-function qdOpenTarget(){var id=decodeURIComponent(location.hash.slice(1));var e=id?document.getElementById(id):null;if(e&&e.tagName==="DETAILS"){e.open=true;}}
+function qdOpenTarget(){var id=location.hash.slice(1);var e=id?document.getElementById(id):null;if(e&&e.tagName==="DETAILS"){e.open=true;}}
 window.addEventListener("hashchange",qdOpenTarget);qdOpenTarget();
 )js";
 
