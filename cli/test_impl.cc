@@ -15,7 +15,6 @@
 #include <sstream>
 #include <thread>
 
-
 #include "cli/common.h"
 #include "cli/impl_process.h"
 #include "cli/vector_set.h"

@@ -48,6 +48,9 @@ std::string WriteMarkdown(const Report& report) {
                    "\n\n| file | format | verdict | findings |\n|---|---|---|---|\n";
   for (const FileReport& file : report.files) {
     std::string findings;
+    if (file.codec && file.oracle) {
+      findings = ForMarkdown("codec " + VerdictText(*file.codec) + "; oracle " + VerdictText(*file.oracle));
+    }
     for (const qd::Finding& f : file.findings) {
       findings += (findings.empty() ? "" : "<br>") + ForMarkdown(FindingFile(file, f) + ": " + FindingLine(f));
     }
