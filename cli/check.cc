@@ -17,7 +17,7 @@
 namespace qd::cli {
 
 extern const std::string_view kCheckHelp =
-    "usage: quantdiff check PATH... [--report json|text|junit|sarif] [--out FILE]\n"
+    "usage: quantdiff check PATH... [--report FORMAT] [--out FILE]\n"
     "                       [--format NAME] [--config CONFIG.json]\n"
     "                       [--jobs N] [--quiet]\n"
     "\n"
@@ -35,7 +35,9 @@ extern const std::string_view kCheckHelp =
     "terminal a line on standard error shows the shards done.\n"
     "\n"
     "  --report FORMAT  text (default): one line per finding and a summary;\n"
-    "                   json, junit (one testcase per file) or sarif (2.1.0)\n"
+    "                   json, junit (one testcase per file), sarif (2.1.0),\n"
+    "                   markdown (a CI job summary) or html (one page: rules x\n"
+    "                   files coloured by severity, each file's findings)\n"
     "  --out FILE       write the report to FILE instead of standard output\n"
     "  --format NAME    apply NAME's rules to every file (rbq, bnb, recognised, gptq, pt, safetensors)\n"
     "  --config FILE    the quantize config for every file (GPTQ); without it each\n"

@@ -170,7 +170,7 @@ bool ParseReportOptions(const Args& args, ReportOptions* options, std::string* e
   if (auto r = args.Get("report")) {
     auto format = qd::reports::ParseOutputFormat(*r);
     if (!format) {
-      *error = "unknown --report '" + *r + "' (known: json, text, junit, sarif)";
+      *error = "unknown --report '" + *r + "' (known: " + std::string(qd::reports::OutputFormatNames()) + ")";
       return false;
     }
     options->report = *format;

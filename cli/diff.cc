@@ -13,7 +13,7 @@
 namespace qd::cli {
 
 extern const std::string_view kDiffHelp =
-    "usage: quantdiff diff PATH... [--report json|text|junit|sarif] [--out FILE]\n"
+    "usage: quantdiff diff PATH... [--report FORMAT] [--out FILE]\n"
     "                      [--format NAME] [--config CONFIG.json]\n"
     "\n"
     "Reads each file with the production codec and with the reference oracle of\n"
@@ -30,7 +30,7 @@ extern const std::string_view kDiffHelp =
     "pytorch_model.bin), index and configs are read by both sides' directory\n"
     "readers and compared the same way (signatures DIFF:model_dir:...).\n"
     "\n"
-    "  --report FORMAT  text (default), json, junit or sarif\n"
+    "  --report FORMAT  text (default), json, junit, sarif, markdown or html\n"
     "  --out FILE       write the report to FILE instead of standard output\n"
     "  --format NAME    read every file as NAME (rbq, bnb, recognised, gptq, pt, safetensors);\n"
     "                   no detection, so none is compared\n"

@@ -15,20 +15,19 @@
 #include <sstream>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "cli/common.h"
 #include "cli/impl_process.h"
 #include "cli/vector_set.h"
 #include "codecs/safetensors.h"
-#include "reports/escape.h"
+#include "reports/conformance.h"
+#include "reports/writers.h"
 
 namespace qd::cli {
 
 extern const std::string_view kTestImplHelp =
     "usage: quantdiff test-impl --cmd 'PROGRAM ARGS {input} {output}' [--format LIST]\n"
     "                           [--only TCID] [--timeout SECONDS] [--jobs N]\n"
-    "                           [--report text|json] [--out FILE] [--count N] [--seed S]\n"
+    "                           [--report FORMAT] [--out FILE] [--count N] [--seed S]\n"
     "\n"
     "Runs another implementation's reader on every vector `quantdiff export-vectors`\n"
     "writes (the same generators, count and seed, so tcIds match), and judges it.\n"
@@ -58,8 +57,13 @@ extern const std::string_view kTestImplHelp =
     "  --only TCID       one vector (with a single --format): the reproducer\n"
     "  --timeout SECONDS per run (default 10)\n"
     "  --jobs N          runs at once (default 1)\n"
-    "  --report FORMAT   text (default) or json: per rule ID, pass and fail\n"
-    "                    counts and every failing vector with its reproducer\n"
+    "  --report FORMAT   per rule ID, pass and fail counts and every failing\n"
+    "                    vector with its reproducer, as text (default), json,\n"
+    "                    junit (JUnit XML: a testsuite per format, a testcase\n"
+    "                    per vector), sarif (SARIF 2.1.0: a result per vector\n"
+    "                    under its rule), markdown (a CI job summary) or html\n"
+    "                    (one self-contained page: rules x vectors coloured by\n"
+    "                    outcome, each failure's expected and got bits)\n"
     "  --out FILE        write the report to FILE (default standard output)\n"
     "  --count N, --seed S  the vectors' generation (default 4 and 1, as\n"
     "                    export-vectors)\n"
@@ -71,7 +75,6 @@ extern const std::string_view kTestImplHelp =
 
 namespace {
 
-using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
 enum class Judgement {
@@ -101,9 +104,15 @@ std::string_view JudgementName(Judgement j) {
   return "?";
 }
 
+// Details are raw (they quote tensor names and the implementation's
+// standard error); the report writers escape them for their medium.
 struct Verdict {
+  Verdict() = default;
+  Verdict(Judgement j, std::string why, std::optional<qd::reports::FirstDifference> first = std::nullopt)
+      : judgement(j), detail(std::move(why)), difference(std::move(first)) {}
   Judgement judgement = Judgement::kPass;
   std::string detail;
+  std::optional<qd::reports::FirstDifference> difference;
 };
 
 struct Run {
@@ -111,6 +120,8 @@ struct Run {
   std::string format;
   const TestVector* vector = nullptr;
   Verdict verdict;
+  std::string expected;  // what the vector asks for, for the report
+  std::string got;       // what the implementation did
 };
 
 bool LooksLikeRuleId(std::string_view word) {
@@ -144,15 +155,7 @@ std::string StatedRule(const std::string& stderr_head) {
   return "";
 }
 
-std::string FirstLine(const std::string& text) {
-  return qd::reports::ForTerminal(text.substr(0, std::min(text.find('\n'), std::size_t{200})));
-}
-
-std::string Hex32(std::uint32_t bits) {
-  char buffer[16];
-  std::snprintf(buffer, sizeof buffer, "0x%08x", bits);
-  return buffer;
-}
+std::string FirstLine(const std::string& text) { return text.substr(0, std::min(text.find('\n'), std::size_t{200})); }
 
 // The output against the oracle's tensors: same names, shapes, F32, bits.
 Verdict CompareOutput(const std::string& path, const std::vector<qd::DecodedTensor>& expected) {
@@ -177,14 +180,14 @@ Verdict CompareOutput(const std::string& path, const std::vector<qd::DecodedTens
   Verdict first_zero;
   for (const qd::DecodedTensor& want : expected) {
     const auto found = written.find(want.name);
-    if (found == written.end()) return {Judgement::kWrongOutput, "tensor " + qd::reports::ForTerminal(want.name) + " missing"};
+    if (found == written.end()) return {Judgement::kWrongOutput, "tensor " + want.name + " missing"};
     const qd::codec::TensorEntry& got = *found->second;
     written.erase(found);
     if (got.dtype != qd::codec::Dtype::kF32) {
-      return {Judgement::kWrongOutput, "tensor " + qd::reports::ForTerminal(want.name) + " is not F32"};
+      return {Judgement::kWrongOutput, "tensor " + want.name + " is not F32"};
     }
     if (!(got.shape == want.shape)) {
-      return {Judgement::kWrongOutput, "tensor " + qd::reports::ForTerminal(want.name) + " has another shape"};
+      return {Judgement::kWrongOutput, "tensor " + want.name + " has another shape"};
     }
     const std::uint8_t* data = read.container.Data(got);
     for (std::size_t i = 0; i < want.values.size(); ++i) {
@@ -192,19 +195,20 @@ Verdict CompareOutput(const std::string& path, const std::vector<qd::DecodedTens
       std::memcpy(&want_bits, &want.values[i], 4);
       std::memcpy(&got_bits, data + 4 * i, 4);  // little-endian host (x86-64)
       if (want_bits == got_bits) continue;
-      const std::string where = "tensor " + qd::reports::ForTerminal(want.name) + " element " +
-                                std::to_string(i) + ": expected " + Hex32(want_bits) + ", got " +
-                                Hex32(got_bits);
+      const std::string where = "tensor " + want.name + " element " +
+                                std::to_string(i) + ": expected " + qd::reports::Hex32(want_bits) + ", got " +
+                                qd::reports::Hex32(got_bits);
+      const qd::reports::FirstDifference difference{want.name, i, want_bits, got_bits};
       if (((want_bits | got_bits) & 0x7fffffffu) == 0) {
-        if (!signed_zero_only) first_zero = {Judgement::kSignedZero, where};
+        if (!signed_zero_only) first_zero = {Judgement::kSignedZero, where, difference};
         signed_zero_only = true;
         continue;
       }
-      return {Judgement::kWrongOutput, where};
+      return {Judgement::kWrongOutput, where, difference};
     }
   }
   if (!written.empty()) {
-    return {Judgement::kWrongOutput, "unexpected tensor " + qd::reports::ForTerminal(std::string(written.begin()->first))};
+    return {Judgement::kWrongOutput, "unexpected tensor " + std::string(written.begin()->first)};
   }
   if (signed_zero_only) return first_zero;
   return {};
@@ -215,6 +219,7 @@ Verdict CompareOutput(const std::string& path, const std::vector<qd::DecodedTens
 struct Expectation {
   std::string refusal_rule;
   std::vector<qd::DecodedTensor> tensors;
+  std::string_view reader;  // the format whose oracle read it
 };
 
 // The reading of V by READER's oracle as a decode: a format quantdiff only
@@ -222,12 +227,12 @@ struct Expectation {
 // (rules.json REC-001), the decode contract rather than a reading.
 Expectation ExpectationOf(const qd::harness::FormatEntry& reader, const qd::Outcome& oracle,
                           const TestVector& v) {
-  if (oracle.refused) return {RefusingRule(oracle), {}};
+  if (oracle.refused) return {RefusingRule(oracle), {}, reader.name};
   if (reader.decode_refusal != nullptr) {
     const qd::Outcome refusal = reader.decode_refusal(qd::ByteView{v.bytes.data(), v.bytes.size()}, v.file, v.side_files);
-    if (refusal.refused) return {RefusingRule(refusal), {}};
+    if (refusal.refused) return {RefusingRule(refusal), {}, reader.name};
   }
-  return {"", oracle.tensors};
+  return {"", oracle.tensors, reader.name};
 }
 
 // The vector's own reading first. A file detection gives to another format
@@ -244,6 +249,47 @@ std::vector<Expectation> Expectations(const qd::harness::FormatEntry& format, co
     if (other) out.push_back(ExpectationOf(detected, *other, v));
   }
   return out;
+}
+
+// "refuse with ST-004" or "accept and decode 2 tensors (96 values)"; a
+// second reading named by its reader.
+std::string DescribeExpectations(const std::vector<Expectation>& wants) {
+  std::string text;
+  for (const Expectation& want : wants) {
+    if (!text.empty()) text += "; or, read as " + std::string(want.reader) + ", ";
+    if (!want.refusal_rule.empty()) {
+      text += "refuse with " + want.refusal_rule;
+      continue;
+    }
+    std::size_t values = 0;
+    for (const qd::DecodedTensor& t : want.tensors) values += t.values.size();
+    text += "accept and decode " + std::to_string(want.tensors.size()) +
+            (want.tensors.size() == 1 ? " tensor (" : " tensors (") + std::to_string(values) +
+            (values == 1 ? " value)" : " values)");
+  }
+  return text;
+}
+
+// What the process did: "exit 1 naming ST-004", "exit 0 with an output",
+// "killed by signal 11", with the first line of its standard error.
+std::string DescribeProcess(const ProcessResult& r, const std::string& output_path) {
+  std::string text;
+  switch (r.end) {
+    case ProcessEnd::kTimedOut: return "no answer before the timeout (killed)";
+    case ProcessEnd::kSignalled: text = "killed by signal " + std::to_string(r.signal); break;
+    case ProcessEnd::kNotStarted: return "not started: " + r.start_error;
+    case ProcessEnd::kExited: text = "exit " + std::to_string(r.exit_code); break;
+  }
+  if (r.end == ProcessEnd::kExited && r.exit_code == 1) {
+    const std::string stated = StatedRule(r.stderr_head);
+    text += stated.empty() ? " naming no rule" : " naming " + stated;
+  }
+  if (r.end == ProcessEnd::kExited && r.exit_code == 0) {
+    std::error_code ec;
+    text += fs::exists(fs::symlink_status(output_path, ec)) ? " with an output" : " without an output";
+  }
+  const std::string line = FirstLine(r.stderr_head);
+  return line.empty() ? text : text + "; stderr: " + line;
 }
 
 Verdict Judge(const Expectation& want, const ProcessResult& r, const std::string& output_path) {
@@ -263,7 +309,8 @@ Verdict Judge(const Expectation& want, const ProcessResult& r, const std::string
     return {};
   }
   if (r.exit_code != 0) {
-    return {Judgement::kCrashed, "exit " + std::to_string(r.exit_code) + ": " + FirstLine(r.stderr_head)};
+    const std::string said = FirstLine(r.stderr_head);
+    return {Judgement::kCrashed, "exit " + std::to_string(r.exit_code) + (said.empty() ? "" : ": " + said)};
   }
   if (expect_refusal) return {Judgement::kAcceptedInvalid, "expected refusal with " + want.refusal_rule};
   return CompareOutput(output_path, want.tensors);
@@ -302,13 +349,13 @@ bool WriteBytes(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
 
 struct Options {
   std::string command_template;
+  qd::reports::OutputFormat report = qd::reports::OutputFormat::kText;
   double timeout = 10;
   std::uint64_t jobs = 1;
   std::uint64_t count = 4;
   std::uint64_t seed = 1;
   std::optional<std::uint64_t> only;
   std::vector<const qd::harness::FormatEntry*> formats;
-  bool json = false;
   std::string out;
   std::string format_list;  // as given, for reproducers
 };
@@ -319,61 +366,6 @@ std::string Reproducer(const Options& o, const Run& run) {
   if (o.count != 4) line += " --count " + std::to_string(o.count);
   if (o.seed != 1) line += " --seed " + std::to_string(o.seed);
   return line;
-}
-
-std::string GroupName(const Run& run) { return run.vector->rule.empty() ? "valid" : run.vector->rule; }
-
-std::string RenderText(const Options& o, const std::vector<Run>& runs) {
-  std::map<std::pair<std::string, std::string>, std::pair<std::uint64_t, std::uint64_t>> groups;
-  std::map<std::string, std::uint64_t> by_judgement;
-  for (const Run& r : runs) {
-    auto& [pass, fail] = groups[{r.format, GroupName(r)}];
-    (r.verdict.judgement == Judgement::kPass ? pass : fail) += 1;
-    ++by_judgement[std::string(JudgementName(r.verdict.judgement))];
-  }
-  std::string text;
-  for (const auto& [key, counts] : groups) {
-    text += key.first + " " + key.second + ": " + std::to_string(counts.first) + " pass, " +
-            std::to_string(counts.second) + " fail\n";
-  }
-  for (const Run& r : runs) {
-    if (r.verdict.judgement == Judgement::kPass) continue;
-    text += "FAIL " + r.format + " tcId " + std::to_string(r.vector->tc_id) + " (" + GroupName(r) + ", " +
-            r.vector->file + "): " + std::string(JudgementName(r.verdict.judgement)) + ": " +
-            r.verdict.detail + "\n  reproduce: " + Reproducer(o, r) + "\n";
-  }
-  text += std::to_string(runs.size()) + " vectors:";
-  for (const auto& [name, n] : by_judgement) text += " " + std::to_string(n) + " " + name;
-  return text + "\n";
-}
-
-std::string RenderJson(const Options& o, const std::vector<Run>& runs) {
-  Json groups = Json::array();
-  std::map<std::pair<std::string, std::string>, std::size_t> index;
-  Json failures = Json::array();
-  std::uint64_t failed = 0;
-  for (const Run& r : runs) {
-    const auto key = std::make_pair(r.format, GroupName(r));
-    if (!index.count(key)) {
-      index[key] = groups.size();
-      groups.push_back({{"format", r.format}, {"rule", r.vector->rule.empty() ? Json(nullptr) : Json(r.vector->rule)},
-                        {"pass", 0}, {"fail", 0}});
-    }
-    Json& g = groups[index[key]];
-    const bool pass = r.verdict.judgement == Judgement::kPass;
-    g[pass ? "pass" : "fail"] = g[pass ? "pass" : "fail"].get<std::uint64_t>() + 1;
-    if (pass) continue;
-    ++failed;
-    failures.push_back({{"format", r.format}, {"tcId", r.vector->tc_id}, {"file", r.vector->file},
-                        {"rule", r.vector->rule.empty() ? Json(nullptr) : Json(r.vector->rule)},
-                        {"outcome", std::string(JudgementName(r.verdict.judgement))},
-                        {"detail", qd::reports::ValidUtf8(r.verdict.detail)},
-                        {"reproducer", qd::reports::ValidUtf8(Reproducer(o, r))}});
-  }
-  Json doc = {{"command", qd::reports::ValidUtf8(o.command_template)},
-              {"vectors", runs.size()}, {"failed", failed},
-              {"groups", std::move(groups)}, {"failures", std::move(failures)}};
-  return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 bool ParseOptions(const std::vector<std::string>& argv, Options* o, std::string* error) {
@@ -406,10 +398,11 @@ bool ParseOptions(const std::vector<std::string>& argv, Options* o, std::string*
   if (auto s = args.Get("seed"); s && !ParseUint(*s, &o->seed)) {
     return *error = "--seed needs an unsigned 64-bit integer, got '" + *s + "'", false;
   }
-  if (auto s = args.Get("report"); s && *s != "text" && *s != "json") {
-    return *error = "--report takes text or json, got '" + *s + "'", false;
+  if (auto s = args.Get("report")) {
+    const std::optional<qd::reports::OutputFormat> format = qd::reports::ParseOutputFormat(*s);
+    if (!format) return *error = "--report takes " + std::string(qd::reports::OutputFormatNames()) + ", got '" + *s + "'", false;
+    o->report = *format;
   }
-  o->json = args.Get("report").value_or("text") == "json";
   o->out = args.Get("out").value_or("");
   if (auto list = args.Get("format")) {
     std::stringstream names(*list);
@@ -449,7 +442,7 @@ int RunTestImpl(const std::vector<std::string>& argv) {
   }
   for (const auto& [format, built] : vectors) {
     for (const TestVector& v : built.second) {
-      if (!o.only || *o.only == v.tc_id) runs.push_back({built.first, format, &v, {}});
+      if (!o.only || *o.only == v.tc_id) runs.push_back({built.first, format, &v, {}, {}, {}});
     }
   }
   if (runs.empty()) return UsageError("test-impl", "no vector has that tcId");
@@ -485,7 +478,10 @@ int RunTestImpl(const std::vector<std::string>& argv) {
       const ProcessResult r = RunBounded(Substitute(o.command_template, input.string(), output), o.timeout,
                                          (run_dir / "stderr").string());
       if (r.end == ProcessEnd::kNotStarted) io_failed = true;
-      run.verdict = JudgeAll(Expectations(*run.entry, v), r, output);
+      const std::vector<Expectation> wants = Expectations(*run.entry, v);
+      run.verdict = JudgeAll(wants, r, output);
+      run.expected = DescribeExpectations(wants);
+      run.got = DescribeProcess(r, output);
     }
   };
   std::vector<std::thread> workers;
@@ -496,8 +492,13 @@ int RunTestImpl(const std::vector<std::string>& argv) {
   fs::remove_all(scratch, ec);  // the folder this run created, links inside it not followed
   if (io_failed) return IoError("test-impl", "could not write the vectors or start /bin/sh under " + scratch.string());
 
-  const std::string report = o.json ? RenderJson(o, runs) : RenderText(o, runs);
-  if (!WriteOutput(o.out, report, {}, &error)) return IoError("test-impl", error);
+  qd::reports::ConformanceReport report{o.command_template, {}};
+  for (const Run& r : runs) {
+    report.runs.push_back({r.format, r.vector->tc_id, r.vector->rule, r.vector->file, r.expected, r.got,
+                           std::string(JudgementName(r.verdict.judgement)), r.verdict.detail, r.verdict.difference,
+                           Reproducer(o, r)});
+  }
+  if (!WriteOutput(o.out, qd::reports::RenderConformance(o.report, report), {}, &error)) return IoError("test-impl", error);
   const bool conforms = std::all_of(runs.begin(), runs.end(), [](const Run& r) { return r.verdict.judgement == Judgement::kPass; });
   return conforms ? kExitOk : kExitFound;
 }

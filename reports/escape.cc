@@ -1,5 +1,6 @@
 #include "reports/escape.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
@@ -143,6 +144,45 @@ std::string PathToUri(std::string_view path) {
     }
   }
   return out;
+}
+
+std::string ForMarkdown(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  const std::string valid = ValidUtf8(text);
+  for (const char c : valid) {
+    const auto b = static_cast<std::uint8_t>(c);
+    if (b == '\n' || b == '\r' || b == '\t') {
+      out.push_back(' ');
+    } else if (b < 0x20 || b == 0x7f) {
+      out.append(kReplacement);
+    } else if ((b >= '!' && b <= '/') || (b >= ':' && b <= '@') || (b >= '[' && b <= '`') ||
+               (b >= '{' && b <= '~')) {
+      out.push_back('\\');
+      out.push_back(c);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string MarkdownCodeBlock(std::string_view text, std::string_view info) {
+  std::string body;
+  std::size_t run = 0;
+  std::size_t longest = 0;
+  for (const char c : ValidUtf8(text)) {
+    const auto b = static_cast<std::uint8_t>(c);
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+    if ((b < 0x20 && b != '\n') || b == 0x7f) {
+      body.append(kReplacement);
+    } else {
+      body.push_back(c);
+    }
+  }
+  const std::string fence(std::max<std::size_t>(3, longest + 1), '`');
+  return fence + std::string(info) + "\n" + body + "\n" + fence + "\n";
 }
 
 }  // namespace qd::reports

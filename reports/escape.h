@@ -26,6 +26,22 @@ std::string ForTerminal(std::string_view text);
 // newline and carriage return; U+FFFE, U+FFFF) replaced by U+FFFD.
 std::string ForXml(std::string_view text);
 
+// For HTML text and attribute values (quoted): the same escaping as ForXml,
+// which leaves no character that could open a tag, an entity or end an
+// attribute. Never for script, style or URL contexts.
+inline std::string ForHtml(std::string_view text) { return ForXml(text); }
+
+// For Markdown prose and GFM table cells: ValidUtf8, every ASCII punctuation
+// character backslash-escaped (CommonMark 2.4, so no emphasis, link, HTML
+// tag, code span or cell boundary can start), line breaks and tabs as
+// spaces, other control characters as U+FFFD.
+std::string ForMarkdown(std::string_view text);
+
+// TEXT as a fenced code block (CommonMark 4.5) whose fence is one backtick
+// longer than any run of backticks in TEXT, so TEXT cannot close it;
+// ValidUtf8, control characters other than newline as U+FFFD.
+std::string MarkdownCodeBlock(std::string_view text, std::string_view info = "");
+
 // A relative URI reference for a file path (SARIF artifactLocation.uri):
 // RFC 3986 unreserved characters and '/' kept, every other byte %XX.
 std::string PathToUri(std::string_view path);

@@ -41,6 +41,10 @@ FileReport FromOutcome(std::string path, std::string format, const qd::Outcome& 
   return r;
 }
 
+const std::string& FindingFile(const FileReport& file, const qd::Finding& finding) {
+  return finding.file.empty() ? file.path : finding.file;
+}
+
 Summary Summarize(const Report& report) {
   Summary s;
   for (const FileReport& file : report.files) {

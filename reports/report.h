@@ -54,6 +54,10 @@ struct FileReport {
 // path/format/refused/findings from one reader's outcome.
 FileReport FromOutcome(std::string path, std::string format, const qd::Outcome& outcome);
 
+// The file a finding is about: the config source for a CFG-* finding, else
+// the file the command read (which readers also put in Finding::file).
+const std::string& FindingFile(const FileReport& file, const qd::Finding& finding);
+
 struct Report {
   std::string command;  // "check", "diff": names the JUnit suite
   std::vector<FileReport> files;

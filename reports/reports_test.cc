@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "reports/conformance.h"
 #include "reports/escape.h"
 #include "reports/report.h"
 #include "reports/rules.h"
@@ -66,6 +67,18 @@ TEST(Escape, XmlAndUri) {
   EXPECT_EQ(ForXml(std::string("x\0y", 3)), "x\xef\xbf\xbdy");
   EXPECT_EQ(ForXml("\xef\xbf\xbf"), "\xef\xbf\xbd");  // U+FFFF
   EXPECT_EQ(PathToUri("dir/a b%.safetensors"), "dir/a%20b%25.safetensors");
+}
+
+TEST(Escape, Markdown) {
+  EXPECT_EQ(ForMarkdown("w.0"), "w\\.0");
+  EXPECT_EQ(ForMarkdown("a|b*c_<d>`e[f](g)"), "a\\|b\\*c\\_\\<d\\>\\`e\\[f\\]\\(g\\)");
+  EXPECT_EQ(ForMarkdown("x\ny\tz"), "x y z");  // a table row stays one line
+  EXPECT_EQ(ForMarkdown(std::string("x\0", 2)), "x\xef\xbf\xbd");
+  EXPECT_EQ(ForMarkdown("\xff"), "\xef\xbf\xbd");
+  // The fence outgrows any backtick run inside, so the text cannot close it.
+  EXPECT_EQ(MarkdownCodeBlock("ls", "sh"), "```sh\nls\n```\n");
+  EXPECT_EQ(MarkdownCodeBlock("a ```` b"), "`````\na ```` b\n`````\n");
+  EXPECT_EQ(MarkdownCodeBlock("a\x1b[31m"), "```\na\xef\xbf\xbd[31m\n```\n");
 }
 
 Report SampleReport() {
@@ -251,6 +264,59 @@ TEST(Writers, CampaignDocuments) {
   const std::string text = CampaignText(s);
   EXPECT_NE(text.find("DIFF:rbq:bytes:value"), std::string::npos);
   EXPECT_NE(text.find("saved: out/divergences/"), std::string::npos);
+}
+
+// A failing vector whose tensor name, file and quoted standard error are
+// hostile: every writer keeps them text of its medium.
+ConformanceReport HostileConformance() {
+  ConformanceReport report{"reader {input} {output} # </pre><script>alert(0)</script>", {}};
+  VectorRun pass{"rbq", 5, "RBQ-001", "rbq/5.safetensors", "refuse with RBQ-001", "exit 1 naming RBQ-001",
+                 std::string(kPassOutcome), "", std::nullopt, "quantdiff test-impl --only 5"};
+  VectorRun fail{"rbq", 1, "", "rbq/1<u>.safetensors", "accept and decode 1 tensor (2 values)",
+                 "exit 0 with an output; stderr: <img src=x onerror=alert(1)>", "wrong-output",
+                 "tensor </code><script>alert(2)</script>|x element 1: expected 0x3f800000, got 0xbf800000",
+                 FirstDifference{"</code><script>alert(2)</script>|x\x1b[2J", 1, 0x3f800000u, 0xbf800000u},
+                 "quantdiff test-impl --only 1"};
+  report.runs = {pass, fail};
+  return report;
+}
+
+TEST(Writers, ConformanceKeepsHostileNamesText) {
+  const ConformanceReport report = HostileConformance();
+  const std::string html = RenderConformance(OutputFormat::kHtml, report);
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_EQ(html.find("<u>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;/code&gt;&lt;script&gt;alert(2)&lt;/script&gt;|x\xef\xbf\xbd[2J"), std::string::npos);
+  // Both bit patterns: 1.0 and -1.0 differ in the sign bit alone, marked.
+  EXPECT_NE(html.find("0x3f800000"), std::string::npos);
+  EXPECT_NE(html.find("0xbf800000"), std::string::npos);
+  EXPECT_EQ(html.find("<i class=\"d\">") , html.find("<i class=\"d\">0</i>"));  // expected's sign bit
+  std::size_t marked = 0;
+  for (std::size_t at = html.find("<i class=\"d\">"); at != std::string::npos; at = html.find("<i class=\"d\">", at + 1)) ++marked;
+  EXPECT_EQ(marked, 2u);  // one bit, in each of the two rows
+
+  const std::string md = RenderConformance(OutputFormat::kMarkdown, report);
+  EXPECT_NE(md.find("\\<img src\\=x onerror\\=alert\\(1\\)\\>"), std::string::npos) << md;
+  EXPECT_NE(md.find("| **FAIL** | rbq | valid | 0 | 1 |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| pass | rbq | RBQ\\-001 | 1 | 0 |\n"), std::string::npos) << md;
+
+  const std::string xml = RenderConformance(OutputFormat::kJUnit, report);
+  EXPECT_EQ(xml.find("<script"), std::string::npos);
+  EXPECT_EQ(xml.find("<img"), std::string::npos);
+  EXPECT_NE(xml.find("name=\"tcId 1 rbq/1&lt;u&gt;.safetensors\""), std::string::npos) << xml;
+
+  const nlohmann::json sarif = nlohmann::json::parse(RenderConformance(OutputFormat::kSarif, report));
+  const nlohmann::json& results = sarif["runs"][0]["results"];
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0]["kind"], "pass");
+  EXPECT_EQ(results[1]["ruleId"], "QD-VALID");
+  EXPECT_EQ(results[1]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], "rbq/1%3Cu%3E.safetensors");
+  EXPECT_EQ(results[1]["properties"]["difference"]["got_value"], "-1");
+
+  const std::string text = RenderConformance(OutputFormat::kText, report);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);  // the tensor name's escape written as \x1b
+  EXPECT_NE(text.find("\\x1b[2J"), std::string::npos);
 }
 
 }  // namespace

@@ -3,29 +3,18 @@
 #include <cstdarg>
 #include <cstdio>
 
-#include <nlohmann/json.hpp>
-
 #include "reports/escape.h"
+#include "reports/json_parts.h"
 #include "reports/rules.h"
 
 namespace qd::reports {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 const char* SeverityWord(qd::Severity s) {
   return s == qd::Severity::kError ? "error" : "warning";
 }
 
-// Every string that reaches a JSON document is made valid UTF-8 first, so
-// dump() never meets a byte it would throw on.
-Json Str(std::string_view s) { return Json(ValidUtf8(s)); }
-Json StrOrNull(std::string_view s) { return s.empty() ? Json(nullptr) : Str(s); }
 Json PosOrNull(std::int64_t v) { return v < 0 ? Json(nullptr) : Json(v); }
-
-std::string Dump(const Json& doc) {
-  return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-}
 
 std::string Plural(std::uint64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
@@ -48,8 +37,12 @@ std::optional<OutputFormat> ParseOutputFormat(std::string_view name) {
   if (name == "json") return OutputFormat::kJson;
   if (name == "junit") return OutputFormat::kJUnit;
   if (name == "sarif") return OutputFormat::kSarif;
+  if (name == "markdown") return OutputFormat::kMarkdown;
+  if (name == "html") return OutputFormat::kHtml;
   return std::nullopt;
 }
+
+std::string_view OutputFormatNames() { return "text|json|junit|sarif|markdown|html"; }
 
 std::string FindingLine(const qd::Finding& f) {
   std::string s = ForTerminal(f.rule) + " " + SeverityWord(f.severity);
@@ -62,14 +55,6 @@ std::string FindingLine(const qd::Finding& f) {
   if (!f.message.empty()) s += ": " + ForTerminal(f.message);
   return s;
 }
-
-// The file a finding is about: the config source for a CFG-* finding, else
-// the file the command read (which readers also put in Finding::file).
-namespace {
-const std::string& FindingFile(const FileReport& file, const qd::Finding& f) {
-  return f.file.empty() ? file.path : f.file;
-}
-}  // namespace
 
 // ---------------------------------------------------------------------------
 // Text
@@ -221,56 +206,19 @@ namespace {
 
 constexpr std::string_view kDivergenceRule = "QD-DIVERGENCE";
 
-Json SarifRule(const RuleInfo& r) {
-  Json rule = Json::object();
-  rule["id"] = Str(r.id);
-  rule["name"] = Str(r.family + "/" + r.id);
-  rule["shortDescription"] = {{"text", Str(r.text)}};
-  std::string full = r.text;
-  if (!r.decision.empty()) full += " Decision: " + r.decision;
-  rule["fullDescription"] = {{"text", Str(full)}};
-  rule["defaultConfiguration"] = {{"level", IsErrorRule(r) ? "error" : "warning"}};
-  rule["properties"] = {{"family", Str(r.family)},
-                        {"severity", std::string(SeverityName(r.severity))},
-                        {"source", Str(r.source)},
-                        {"section", Str(r.section)}};
-  return rule;
-}
-
-Json SarifLocation(const std::string& path, std::int64_t byte_offset) {
-  Json physical = Json::object();
-  physical["artifactLocation"] = {{"uri", PathToUri(path)}};
-  if (byte_offset >= 0) physical["region"] = {{"byteOffset", byte_offset}};
-  return Json::array({{{"physicalLocation", std::move(physical)}}});
-}
-
 }  // namespace
 
 std::string WriteSarif(const Report& report) {
-  const std::vector<RuleInfo>& catalogue = AllRules();
-  Json rules = Json::array();
-  for (const RuleInfo& r : catalogue) rules.push_back(SarifRule(r));
-  Json divergence_rule = Json::object();
-  divergence_rule["id"] = std::string(kDivergenceRule);
-  divergence_rule["name"] = "quantdiff/divergence";
-  divergence_rule["shortDescription"] = {
-      {"text", "The production codec and the reference oracle disagree on the file."}};
-  divergence_rule["defaultConfiguration"] = {{"level", "error"}};
-  rules.push_back(std::move(divergence_rule));
-
-  const auto rule_index = [&](const std::string& id) -> std::int64_t {
-    for (std::size_t i = 0; i < catalogue.size(); ++i) {
-      if (catalogue[i].id == id) return static_cast<std::int64_t>(i);
-    }
-    return -1;
-  };
+  Json rules = SarifCatalogueRules();
+  rules.push_back(SarifToolRule(kDivergenceRule, "quantdiff/divergence",
+                                "The production codec and the reference oracle disagree on the file."));
 
   Json results = Json::array();
   for (const FileReport& file : report.files) {
     for (const qd::Finding& f : file.findings) {
       Json result = Json::object();
       result["ruleId"] = Str(f.rule);
-      if (const std::int64_t i = rule_index(f.rule); i >= 0) result["ruleIndex"] = i;
+      if (const std::int64_t i = CatalogueIndex(f.rule); i >= 0) result["ruleIndex"] = i;
       result["level"] = f.severity == qd::Severity::kError ? "error" : "warning";
       result["message"] = {{"text", Str(f.message.empty() ? f.rule : f.message)}};
       result["locations"] = SarifLocation(FindingFile(file, f), f.byte_offset);
@@ -287,7 +235,7 @@ std::string WriteSarif(const Report& report) {
     if (file.divergence) {
       Json result = Json::object();
       result["ruleId"] = std::string(kDivergenceRule);
-      result["ruleIndex"] = static_cast<std::int64_t>(catalogue.size());
+      result["ruleIndex"] = static_cast<std::int64_t>(AllRules().size());
       result["level"] = "error";
       result["message"] = {
           {"text", Str(file.divergence->signature + ": " + file.divergence->detail)}};
@@ -298,19 +246,7 @@ std::string WriteSarif(const Report& report) {
     }
   }
 
-  Json driver = Json::object();
-  driver["name"] = "quantdiff";
-  driver["version"] = std::string(ToolVersion());
-  driver["semanticVersion"] = std::string(ToolVersion());
-  driver["rules"] = std::move(rules);
-  Json run = Json::object();
-  run["tool"] = {{"driver", std::move(driver)}};
-  run["results"] = std::move(results);
-  Json doc = Json::object();
-  doc["$schema"] = "https://json.schemastore.org/sarif-2.1.0.json";
-  doc["version"] = "2.1.0";
-  doc["runs"] = Json::array({std::move(run)});
-  return Dump(doc);
+  return SarifLog(std::move(rules), std::move(results), nullptr);
 }
 
 std::string Render(OutputFormat format, const Report& report) {
@@ -319,6 +255,8 @@ std::string Render(OutputFormat format, const Report& report) {
     case OutputFormat::kJson: return WriteJson(report);
     case OutputFormat::kJUnit: return WriteJUnit(report);
     case OutputFormat::kSarif: return WriteSarif(report);
+    case OutputFormat::kMarkdown: return WriteMarkdown(report);
+    case OutputFormat::kHtml: return WriteHtml(report);
   }
   return WriteText(report);
 }

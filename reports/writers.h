@@ -1,4 +1,5 @@
-// writers.h: a Report or CampaignStats as text, JSON, JUnit XML or SARIF.
+// writers.h: a Report or CampaignStats as text, JSON, JUnit XML, SARIF,
+// Markdown or HTML.
 //
 // Every writer returns the whole document as a string; the caller decides
 // where it goes. Text from the files under test (tensor names, messages) is
@@ -27,10 +28,12 @@
 
 namespace qd::reports {
 
-enum class OutputFormat { kText, kJson, kJUnit, kSarif };
+enum class OutputFormat { kText, kJson, kJUnit, kSarif, kMarkdown, kHtml };
 
-// "text", "json", "junit", "sarif"; nullopt otherwise.
+// "text", "json", "junit", "sarif", "markdown", "html"; nullopt otherwise.
 std::optional<OutputFormat> ParseOutputFormat(std::string_view name);
+// The names ParseOutputFormat knows, for usage messages: "text|json|...".
+std::string_view OutputFormatNames();
 
 // "RULE severity tensor=... field=... offset=... row=... block=... element=...: message",
 // absent parts left out, escaped for a terminal.
@@ -49,6 +52,13 @@ std::string WriteJUnit(const Report& report);
 // SARIF 2.1.0: one run, the whole rule catalogue as the driver's rules, one
 // result per finding and per divergence with the file's byte offset.
 std::string WriteSarif(const Report& report);
+// For a CI job summary: the summary line, one table row per file (verdict
+// and findings), the counts per rule (report_pages.cc).
+std::string WriteMarkdown(const Report& report);
+// One self-contained page (html_page.h): counts per format, a matrix of
+// rules x files coloured by the finding's severity, and each file's
+// findings (report_pages.cc).
+std::string WriteHtml(const Report& report);
 std::string Render(OutputFormat format, const Report& report);
 
 // The campaign for a person (OUT/summary.txt and the end of the run) and for

@@ -5,7 +5,10 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev librapidcheck-dev
           nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
-          pkgconf nettle-dev)
+          pkgconf nettle-dev
+          # The report tests' validators (tests/cli/test_impl_test.cc,
+          # TestImplReports): xmllint, jsonschema, headless Chromium.
+          libxml2-utils python3-jsonschema chromium)
 # npm fetches ggml's own build (scripts/fetch_ggml.sh); any npm will do.
 command -v npm >/dev/null || packages+=(npm)
 missing=()
@@ -26,4 +29,10 @@ fi
 # so); with CI=true a missing library fails the configure step instead.
 if ! "$(dirname "$0")/fetch_ggml.sh" >/dev/null; then
   echo "setup: ggml could not be fetched; the tests that compare with it will not be registered" >&2
+fi
+
+# The SARIF 2.1.0 schema the report tests validate against (from a pinned
+# npm package, into the same cache; never into the tree).
+if ! "$(dirname "$0")/fetch_sarif_schema.sh" >/dev/null; then
+  echo "setup: the SARIF schema could not be fetched; the report tests will not be registered" >&2
 fi

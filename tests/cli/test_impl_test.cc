@@ -15,6 +15,7 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -37,11 +38,8 @@ struct Result {
   std::string out;
 };
 
-// Runs `quantdiff ARGS...` (every argument quoted), standard error dropped.
-Result Quantdiff(const std::vector<std::string>& args) {
-  std::string command = Quote(QUANTDIFF_BIN);
-  for (const std::string& a : args) command += " " + Quote(a);
-  command += " 2>/dev/null";
+// Runs COMMAND through /bin/sh: its exit code and standard output.
+Result Shell(const std::string& command) {
   Result run;
   std::FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return run;
@@ -53,14 +51,37 @@ Result Quantdiff(const std::vector<std::string>& args) {
   return run;
 }
 
-// The committed export of FORMAT: tcId -> result ("valid", "acceptable", "invalid").
-std::map<std::uint64_t, std::string> ExportedResults(const std::string& format) {
+// Runs `quantdiff ARGS...` (every argument quoted), standard error dropped.
+Result Quantdiff(const std::vector<std::string>& args) {
+  std::string command = Quote(QUANTDIFF_BIN);
+  for (const std::string& a : args) command += " " + Quote(a);
+  return Shell(command + " 2>/dev/null");
+}
+
+struct ExportedVector {
+  std::string rule;    // the group's rule, "" for the valid group
+  std::string file;    // relative to the vector folder
+  std::string result;  // "valid", "acceptable", "invalid"
+};
+
+// The committed export of FORMAT by tcId.
+std::map<std::uint64_t, ExportedVector> ExportedVectors(const std::string& format) {
   std::ifstream in(fs::path(QD_SOURCE_DIR) / "corpus" / "vectors" / (format + ".json"));
   const Json doc = Json::parse(in);
-  std::map<std::uint64_t, std::string> results;
+  std::map<std::uint64_t, ExportedVector> vectors;
   for (const Json& group : doc["testGroups"]) {
-    for (const Json& test : group["tests"]) results[test["tcId"].get<std::uint64_t>()] = test["result"];
+    const std::string rule = group.value("rule", Json()).is_string() ? group["rule"].get<std::string>() : "";
+    for (const Json& test : group["tests"]) {
+      vectors[test["tcId"].get<std::uint64_t>()] = {rule, test["file"], test["result"]};
+    }
   }
+  return vectors;
+}
+
+// tcId -> result ("valid", "acceptable", "invalid").
+std::map<std::uint64_t, std::string> ExportedResults(const std::string& format) {
+  std::map<std::uint64_t, std::string> results;
+  for (const auto& [id, v] : ExportedVectors(format)) results[id] = v.result;
   return results;
 }
 
@@ -137,5 +158,213 @@ TEST(TestImpl, UsageErrorsExitTwo) {
   EXPECT_EQ(Quantdiff({"test-impl", "--cmd", "true {input} {output}", "--format", "nope"}).exit_code, 2);
   EXPECT_EQ(Quantdiff({"test-impl", "--cmd", "true {input} {output}", "--timeout", "0"}).exit_code, 2);
 }
+
+#if QD_REPORT_TOOLS
+// The reports held to outside validators (issue 13 item 5): JUnit XML to
+// reports/junit.xsd with xmllint, SARIF to the SARIF 2.1.0 schema with
+// jsonschema, the HTML page in headless Chromium. Registered only when the
+// tools are there (cli/CMakeLists.txt; with CI=true they must be).
+//
+// The implementation under test is quantdiff's decoder with the top byte of
+// the last value it writes set to 0xff: every accepted rbq vector decodes
+// wrong at that one element, every invalid one is refused correctly. It
+// prints hostile HTML to standard error first (the report quotes it), and
+// its command ends in a shell comment holding a script tag.
+std::string BrokenDecoder() {
+  return "printf '%s\\n' '<img src=x onerror=console.error(1)>' >&2; " + Quote(QUANTDIFF_BIN) +
+         " decode {input} --out {output} && printf '\\377' | dd of={output} bs=1 "
+         "seek=$(($(stat -c %s {output}) - 1)) conv=notrunc 2>/dev/null # </pre><script>console.error(2)</script>";
+}
+
+fs::path Scratch(const std::string& name) {
+  const fs::path dir = fs::path(QD_TEST_TMPDIR) / "reports";
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+// test-impl --report FORMAT of the broken decoder on the rbq vectors, in a file.
+fs::path BrokenReport(const std::string& format) {
+  const fs::path out = Scratch("rbq." + format);
+  fs::remove(out);
+  const Result r = Quantdiff({"test-impl", "--cmd", BrokenDecoder(), "--format", "rbq", "--jobs", "2", "--report",
+                              format, "--out", out.string()});
+  EXPECT_EQ(r.exit_code, 1) << format;
+  return out;
+}
+
+// `quantdiff check` on the first eight exported rbq vectors (one valid, the
+// others refused), --report FORMAT in a file.
+fs::path CheckReport(const std::string& format) {
+  std::vector<std::string> args = {"check", "--report", format, "--out", Scratch("check." + format).string()};
+  for (std::uint64_t id = 1; id <= 8; ++id) {
+    args.push_back((fs::path(QD_SOURCE_DIR) / "corpus" / "vectors" / ExportedVectors("rbq").at(id).file).string());
+  }
+  EXPECT_EQ(Quantdiff(args).exit_code, 1) << format;  // refusals found
+  return Scratch("check." + format);
+}
+
+// The rbq vectors the broken decoder fails: the accepted ones (valid and
+// acceptable), by the committed export.
+std::set<std::uint64_t> AcceptedRbqVectors() {
+  std::set<std::uint64_t> ids;
+  for (const auto& [id, v] : ExportedVectors("rbq")) {
+    if (v.result != "invalid") ids.insert(id);
+  }
+  return ids;
+}
+
+std::string Slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::size_t Occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+std::string XPath(const fs::path& xml, const std::string& expression) {
+  std::string out = Shell(Quote(QD_XMLLINT) + " --xpath " + Quote(expression) + " " + Quote(xml.string())).out;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+TEST(TestImplReports, JUnitValidatesAgainstTheXsdWithATestcasePerVector) {
+  const std::map<std::uint64_t, ExportedVector> vectors = ExportedVectors("rbq");
+  const std::set<std::uint64_t> failing = AcceptedRbqVectors();
+  ASSERT_FALSE(failing.empty());
+  const fs::path xml = BrokenReport("junit");
+  const std::string validate = Quote(QD_XMLLINT) + " --noout --schema " + Quote(QD_JUNIT_XSD) + " ";
+  EXPECT_EQ(Shell(validate + Quote(xml.string()) + " 2>&1").exit_code, 0) << Slurp(xml);
+  EXPECT_EQ(XPath(xml, "count(//testsuite)"), "1");
+  EXPECT_EQ(XPath(xml, "count(//testcase)"), std::to_string(vectors.size()));
+  EXPECT_EQ(XPath(xml, "string(//testsuite/@failures)"), std::to_string(failing.size()));
+  EXPECT_EQ(XPath(xml, "count(//testcase/failure[@type='wrong-output'])"), std::to_string(failing.size()));
+  for (const auto& [id, v] : vectors) {
+    const std::string testcase = "//testcase[@name='tcId " + std::to_string(id) + " " + v.file + "']";
+    EXPECT_EQ(XPath(xml, "count(" + testcase + "/failure)"), failing.count(id) ? "1" : "0") << id;
+    const std::string group = v.rule.empty() ? "valid" : v.rule;
+    EXPECT_EQ(XPath(xml, "string(" + testcase + "/@classname)"), "quantdiff.test-impl.rbq." + group) << id;
+  }
+  // check's JUnit report is held to the same schema.
+  const fs::path check = CheckReport("junit");
+  EXPECT_EQ(Shell(validate + Quote(check.string()) + " 2>&1").exit_code, 0) << Slurp(check);
+  EXPECT_EQ(XPath(check, "count(//testcase)"), "8");
+}
+
+TEST(TestImplReports, SarifValidatesAgainstTheSarif210SchemaWithAResultPerVector) {
+  const std::map<std::uint64_t, ExportedVector> vectors = ExportedVectors("rbq");
+  const std::set<std::uint64_t> failing = AcceptedRbqVectors();
+  const fs::path sarif = BrokenReport("sarif");
+  const std::string validate =
+      Quote(QD_PYTHON3) + " -c 'import json, sys, jsonschema; jsonschema.Draft4Validator(json.load(open(sys.argv[1])))"
+      ".validate(json.load(open(sys.argv[2])))' " + Quote(QD_SARIF_SCHEMA) + " ";
+  EXPECT_EQ(Shell(validate + Quote(sarif.string()) + " 2>&1").exit_code, 0) << Slurp(sarif).substr(0, 2000);
+
+  const Json doc = Json::parse(Slurp(sarif));
+  const Json& run = doc["runs"][0];
+  const Json& rules = run["tool"]["driver"]["rules"];
+  std::set<std::string> rule_ids;
+  for (const Json& r : rules) rule_ids.insert(r["id"].get<std::string>());
+  std::ifstream catalogue_file(fs::path(QD_SOURCE_DIR) / "oracles" / "rules.json");
+  const Json catalogue = Json::parse(catalogue_file);
+  for (const Json& r : catalogue["rules"]) EXPECT_TRUE(rule_ids.count(r["id"].get<std::string>())) << r["id"];
+  ASSERT_EQ(run["results"].size(), vectors.size());
+  for (const Json& result : run["results"]) {
+    const std::uint64_t id = result["properties"]["tcId"];
+    const ExportedVector& v = vectors.at(id);
+    const bool fails = failing.count(id) > 0;
+    EXPECT_EQ(result["ruleId"], v.rule.empty() ? "QD-VALID" : v.rule) << id;
+    EXPECT_EQ(rules[result["ruleIndex"].get<std::size_t>()]["id"], result["ruleId"]) << id;
+    EXPECT_EQ(result["kind"], fails ? "fail" : "pass") << id;
+    EXPECT_EQ(result["level"], fails ? "error" : "none") << id;
+    EXPECT_EQ(result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], v.file) << id;
+  }
+  // check's SARIF report is held to the same schema.
+  const fs::path check = CheckReport("sarif");
+  EXPECT_EQ(Shell(validate + Quote(check.string()) + " 2>&1").exit_code, 0) << Slurp(check).substr(0, 2000);
+}
+
+TEST(TestImplReports, MarkdownHasARowPerRuleAndAReproducerPerFailingVector) {
+  const std::set<std::uint64_t> failing = AcceptedRbqVectors();
+  std::map<std::string, std::pair<int, int>> groups;  // rule -> (pass, fail), by the export
+  for (const auto& [id, v] : ExportedVectors("rbq")) {
+    auto& [pass, fail] = groups[v.rule.empty() ? "valid" : v.rule];
+    ++(failing.count(id) ? fail : pass);
+  }
+  const std::string md = Slurp(BrokenReport("markdown"));
+  EXPECT_NE(md.find("does not conform, " + std::to_string(failing.size()) + " of " +
+                    std::to_string(ExportedVectors("rbq").size()) + " vectors fail"),
+            std::string::npos)
+      << md;
+  for (const auto& [rule, counts] : groups) {
+    std::string escaped;  // Markdown escapes ASCII punctuation
+    for (const char c : rule) escaped += c == '-' ? std::string("\\-") : std::string(1, c);
+    const std::string row = std::string("| ") + (counts.second > 0 ? "**FAIL**" : "pass") + " | rbq | " + escaped +
+                            " | " + std::to_string(counts.first) + " | " + std::to_string(counts.second) + " |\n";
+    EXPECT_NE(md.find(row), std::string::npos) << row << md;
+  }
+  for (const std::uint64_t id : failing) {
+    EXPECT_EQ(Occurrences(md, " --format rbq --only " + std::to_string(id) + "\n```"), 1u) << id << md;
+  }
+  // The quoted standard error stays text: raw only inside code blocks.
+  std::string prose;
+  bool in_code = false;
+  std::istringstream lines(md);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("```", 0) == 0) {
+      in_code = !in_code;
+    } else if (!in_code) {
+      prose += line + "\n";
+    }
+  }
+  EXPECT_EQ(Occurrences(prose, "<img"), Occurrences(prose, "\\<img src\\=x")) << prose;
+  EXPECT_EQ(Occurrences(prose, "\\<img src\\=x"), failing.size()) << prose;  // in each "got"
+}
+
+TEST(TestImplReports, HtmlLoadsInChromiumWithNoConsoleMessageAndShowsTheMatrixAndBothBitPatterns) {
+  const std::set<std::uint64_t> failing = AcceptedRbqVectors();
+  const std::size_t vectors = ExportedVectors("rbq").size();
+  const Json json = Json::parse(Slurp(BrokenReport("json")));
+  // Chromium's own log on standard error carries the page's console
+  // messages as ":CONSOLE" lines (errors, CSP refusals, uncaught exceptions).
+  const auto load = [](const fs::path& page, std::string* log) {
+    const fs::path err = Scratch(page.filename().string() + ".log");
+    const Result r = Shell(Quote(QD_CHROMIUM) + " --headless --disable-gpu --no-sandbox --user-data-dir=" +
+                           Quote(Scratch("chromium-profile").string()) + " --enable-logging=stderr --v=0 --dump-dom " +
+                           Quote("file://" + fs::absolute(page).string()) + " 2>" + Quote(err.string()));
+    EXPECT_EQ(r.exit_code, 0) << page;
+    *log = Slurp(err);
+    return r.out;
+  };
+  std::string log;
+  const std::string dom = load(BrokenReport("html"), &log);
+  EXPECT_EQ(log.find(":CONSOLE"), std::string::npos) << log;
+  EXPECT_EQ(Occurrences(dom, "<table id=\"matrix\""), 1u) << dom.substr(0, 2000);
+  EXPECT_EQ(Occurrences(dom, "class=\"cell o-wrong-output\""), failing.size());
+  EXPECT_EQ(Occurrences(dom, "class=\"cell o-pass\""), vectors - failing.size());
+  // Hostile text from the implementation and the command stays text.
+  EXPECT_EQ(dom.find("<img"), std::string::npos);
+  EXPECT_EQ(Occurrences(dom, "<script"), 1u);  // the page's own
+  EXPECT_NE(dom.find("&lt;img src=x onerror=console.error(1)&gt;"), std::string::npos);
+  // Each failure's drill-down shows both bit patterns; the broken decoder
+  // set the top byte of the expected value to 0xff.
+  ASSERT_EQ(json["failures"].size(), failing.size());
+  for (const Json& f : json["failures"]) {
+    const std::string want = f["difference"]["expected_bits"];
+    const std::string got = f["difference"]["got_bits"];
+    EXPECT_EQ(std::stoul(got, nullptr, 16), (std::stoul(want, nullptr, 16) & 0x00ffffffu) | 0xff000000u) << f;
+    EXPECT_NE(dom.find(">" + want + "<"), std::string::npos) << want;
+    EXPECT_NE(dom.find(">" + got + "<"), std::string::npos) << got;
+  }
+  EXPECT_EQ(Occurrences(dom, "<table class=\"bits\""), failing.size());
+
+  // check's page: the rules x files matrix, loaded as cleanly.
+  const std::string check_dom = load(CheckReport("html"), &log);
+  EXPECT_EQ(log.find(":CONSOLE"), std::string::npos) << log;
+  EXPECT_EQ(Occurrences(check_dom, "<table id=\"matrix\""), 1u);
+}
+#endif  // QD_REPORT_TOOLS
 
 }  // namespace
