@@ -10,12 +10,10 @@ BROKEN names deliberate faults for the broken variant (read.py --broken):
                      not the spec's table: docs/bnb.md "FP4 code 8")
   nibble-order       the low nibble of byte j is element 2j (BNB-002 reversed)
 """
-import json
-import math
-
 import numpy as np
 
 from st_io import FLOATING, Refusal, ToF32
+from strict_json import JsonInt, StrictJson
 
 BROKEN = set()
 
@@ -37,68 +35,6 @@ def Table(quant_type):
     if quant_type == "fp4" and "fp4-code8-negzero" in BROKEN:
         words[8] = "80000000"
     return np.array([int(w, 16) for w in words], dtype=np.uint32).view(np.float32)
-
-
-# --- strict JSON (BNB-101: ST-004's rules plus no duplicate key) -----------
-
-class JsonInt(int):
-    """A number token of digits only (no sign, fraction or exponent)."""
-
-
-class NotStrict(Exception):
-    pass
-
-
-def _Pairs(items):
-    keys = [k for k, _ in items]
-    if len(set(keys)) != len(keys):
-        raise NotStrict("duplicate key")
-    return dict(items)
-
-
-def _Float(token):
-    v = float(token)
-    if math.isinf(v):
-        raise NotStrict("number overflows binary64")
-    return v
-
-
-def _Int(token):
-    v = int(token)
-    if abs(v) > 1.7976931348623157e308:
-        raise NotStrict("number overflows binary64")
-    return int(token) if token.startswith("-") else JsonInt(v)
-
-
-def _Constant(name):
-    raise NotStrict(f"{name} is not JSON")
-
-
-def _Check(value, depth):
-    if isinstance(value, (dict, list)):
-        if depth > 64:
-            raise NotStrict("nested deeper than 64")
-        items = value.items() if isinstance(value, dict) else enumerate(value)
-        for k, v in items:
-            if isinstance(k, str):
-                k.encode("utf-8")
-            _Check(v, depth + 1)
-    elif isinstance(value, str):
-        value.encode("utf-8")  # a lone surrogate escape raises
-
-
-def StrictJson(raw):
-    """The object a strict JSON text holds, or None."""
-    try:
-        text = raw.decode("utf-8")
-        if text.startswith("\ufeff"):
-            return None
-        value = json.loads(text, object_pairs_hook=_Pairs, parse_float=_Float, parse_int=_Int,
-                           parse_constant=_Constant)
-        _Check(value, 1)
-    except (UnicodeError, ValueError, NotStrict, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def IsInteger(v):
