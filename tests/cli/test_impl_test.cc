@@ -8,6 +8,7 @@
 // the valid and acceptable ones; crashes, hangs and garbage are named.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -53,14 +54,21 @@ Result Quantdiff(const std::vector<std::string>& args) {
   return run;
 }
 
-// The committed export of FORMAT: tcId -> result ("valid", "acceptable", "invalid").
-std::map<std::uint64_t, std::string> ExportedResults(const std::string& format) {
+// The committed export of FORMAT: every test object of every group.
+std::vector<Json> ExportedTests(const std::string& format) {
   std::ifstream in(fs::path(QD_SOURCE_DIR) / "corpus" / "vectors" / (format + ".json"));
   const Json doc = Json::parse(in);
-  std::map<std::uint64_t, std::string> results;
+  std::vector<Json> tests;
   for (const Json& group : doc["testGroups"]) {
-    for (const Json& test : group["tests"]) results[test["tcId"].get<std::uint64_t>()] = test["result"];
+    for (const Json& test : group["tests"]) tests.push_back(test);
   }
+  return tests;
+}
+
+// The committed export of FORMAT: tcId -> result ("valid", "acceptable", "invalid").
+std::map<std::uint64_t, std::string> ExportedResults(const std::string& format) {
+  std::map<std::uint64_t, std::string> results;
+  for (const Json& test : ExportedTests(format)) results[test["tcId"].get<std::uint64_t>()] = test["result"];
   return results;
 }
 
@@ -137,5 +145,74 @@ TEST(TestImpl, UsageErrorsExitTwo) {
   EXPECT_EQ(Quantdiff({"test-impl", "--cmd", "true {input} {output}", "--format", "nope"}).exit_code, 2);
   EXPECT_EQ(Quantdiff({"test-impl", "--cmd", "true {input} {output}", "--timeout", "0"}).exit_code, 2);
 }
+
+#ifdef QD_PY_READER_TESTS
+// examples/py_reader: bitsandbytes and GPTQ read from the contracts in
+// Python with numpy only, and the same reader with one planted fault.
+std::string PyReader(const std::string& broken) {
+  return Quote(QD_PYTHON3) + " " + Quote(std::string(QD_SOURCE_DIR) + "/examples/py_reader/read.py") +
+         (broken.empty() ? "" : " --broken " + broken) + " {input} {output}";
+}
+
+// The tensor names of a committed safetensors vector (its JSON header).
+std::vector<std::string> HeaderNames(const std::string& file) {
+  std::ifstream in(fs::path(QD_SOURCE_DIR) / "corpus" / "vectors" / file, std::ios::binary);
+  unsigned char length_bytes[8] = {};
+  in.read(reinterpret_cast<char*>(length_bytes), 8);
+  std::uint64_t length = 0;
+  for (int i = 7; i >= 0; --i) length = length << 8 | length_bytes[i];
+  std::string header(length, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(length));
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : Json::parse(header).items()) names.push_back(name);
+  return names;
+}
+
+TEST(PyReader, PassesEveryBitsandbytesAndGptqVector) {
+  const Result r = Quantdiff({"test-impl", "--cmd", PyReader(""), "--format", "bnb,gptq", "--jobs", "2",
+                              "--timeout", "120", "--report", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const Json report = Json::parse(r.out);
+  EXPECT_EQ(report["vectors"].get<std::uint64_t>(), ExportedResults("bnb").size() + ExportedResults("gptq").size());
+  EXPECT_EQ(report["failed"].get<std::uint64_t>(), 0u);
+}
+
+TEST(PyReader, Fp4CodeEightAsNegativeZeroFailsExactlyTheFlaggedVectors) {
+  // The export flags every accepted vector whose FP4 layer holds code 8
+  // (variantFlags fp4-code8-negzero, docs/bnb.md "FP4 code 8"); only zeros'
+  // signs change, so each is signed-zero and nothing else fails.
+  std::map<std::uint64_t, std::string> expected;
+  for (const Json& test : ExportedTests("bnb")) {
+    const Json flags = test.value("variantFlags", Json::array());
+    if (std::find(flags.begin(), flags.end(), "fp4-code8-negzero") != flags.end()) {
+      expected[test["tcId"].get<std::uint64_t>()] = "signed-zero";
+    }
+  }
+  ASSERT_FALSE(expected.empty());
+  const Result r = Quantdiff({"test-impl", "--cmd", PyReader("fp4-code8-negzero"), "--format", "bnb", "--jobs", "2",
+                              "--timeout", "120", "--report", "json"});
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(Failures(Json::parse(r.out), "bnb"), expected) << r.out;
+}
+
+TEST(PyReader, SwappedNibblesFailExactlyTheAcceptedFourBitVectors) {
+  // BNB-002 reversed changes every accepted file with a 4-bit layer (a
+  // quant_state tensor, HF or GPT-QModel names) and no refusal.
+  std::map<std::uint64_t, std::string> expected;
+  for (const Json& test : ExportedTests("bnb")) {
+    if (test["result"] == "invalid") continue;
+    for (const std::string& name : HeaderNames(test["file"])) {
+      const bool hf = name.find(".quant_state.bitsandbytes__") != std::string::npos;
+      const bool gptqmodel = name.size() >= 18 && name.compare(name.size() - 18, 18, "weight_quant_state") == 0;
+      if (hf || gptqmodel) expected[test["tcId"].get<std::uint64_t>()] = "wrong-output";
+    }
+  }
+  ASSERT_FALSE(expected.empty());
+  const Result r = Quantdiff({"test-impl", "--cmd", PyReader("nibble-order"), "--format", "bnb", "--jobs", "2",
+                              "--timeout", "120", "--report", "json"});
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(Failures(Json::parse(r.out), "bnb"), expected) << r.out;
+}
+#endif  // QD_PY_READER_TESTS
 
 }  // namespace
