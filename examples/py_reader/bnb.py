@@ -144,7 +144,7 @@ def FirstNonFinite(tensors, names, rule):
             raise Refusal(rule, f"{name}: a value is not finite")
 
 
-def NestedState(layer, tensors, state, rule_sizes):
+def NestedState(layer, tensors, state):
     """BNB-004's presence checks; True for a nested layer."""
     nested = any(k.startswith("nested_") for k in state) or any(
         Sibling(layer, p) in tensors for p in ("nested_absmax", "nested_quant_map"))
@@ -207,7 +207,7 @@ def FourBit(layer, tensors):
         raise Refusal("BNB-001", f"{state_name}: blocksize {blocksize}")
     if state["dtype"] not in RESTORED_DTYPES:
         raise Refusal("BNB-103", f"{state_name}: dtype {state['dtype']!r}")
-    nested = NestedState(layer, tensors, state, True)
+    nested = NestedState(layer, tensors, state)
     n = Product(state["shape"])
     if n >= 2**64 or len(tensors[w].data) != Ceil(n, 2):
         raise Refusal("BNB-002", f"{w}: not ceil(n / 2) bytes")
@@ -251,7 +251,7 @@ def Blockwise8(layer, tensors, metadata):
         raise Refusal("BNB-107", f"{w}: blocksize {blocksize}")
     if state["dtype"] not in RESTORED_DTYPES:
         raise Refusal("BNB-103", f"{w}: dtype {state['dtype']!r}")
-    nested = NestedState(layer, tensors, state, True)
+    nested = NestedState(layer, tensors, state)
     codes_t, quant_map = tensors[w], tensors[w + ".quant_map"]
     if codes_t.dtype != "U8" or not IsF32(quant_map, 256):
         raise Refusal("BNB-107", f"{w}: codes not U8 or quant_map not F32[256]")

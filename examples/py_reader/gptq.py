@@ -194,7 +194,7 @@ def Layer(p, tensors, fmt, bits, group_size):
         t = tensors.get(p + m)
         if t is None:
             continue
-        ok = t.dtype in FLOATING[1:] if m in ("scales", "bias") else t.dtype == "I32"
+        ok = t.dtype in ("F16", "BF16", "F32") if m in ("scales", "bias") else t.dtype == "I32"
         if not ok or len(t.shape) != ranks[m]:
             raise Refusal("GPTQ-104", f"{p + m}: dtype or rank")
     qweight, qzeros, scales, g_idx = (tensors[p + m] for m in MEMBERS)
