@@ -8,7 +8,11 @@ packages=(cmake ninja-build g++ clang libclang-rt-14-dev librapidcheck-dev
           pkgconf nettle-dev
           # The report tests' validators (tests/cli/test_impl_test.cc,
           # TestImplReports): xmllint, jsonschema, headless Chromium.
-          libxml2-utils python3-jsonschema chromium)
+          libxml2-utils python3-jsonschema chromium
+          # The outside readers under test (README "Outside readers under
+          # test"): examples/py_reader needs numpy, examples/torch_load torch
+          # 1.13.1; about 148 MB of archives, 637 MB installed (177 packages).
+          python3-numpy python3-torch)
 # npm fetches ggml's own build (scripts/fetch_ggml.sh); any npm will do.
 command -v npm >/dev/null || packages+=(npm)
 missing=()

@@ -8,6 +8,7 @@
 // the valid and acceptable ones; crashes, hangs and garbage are named.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -64,10 +65,15 @@ struct ExportedVector {
   std::string result;  // "valid", "acceptable", "invalid"
 };
 
+// The committed export of FORMAT (corpus/vectors/FORMAT.json).
+Json ExportedDocument(const std::string& format) {
+  std::ifstream in(fs::path(QD_SOURCE_DIR) / "corpus" / "vectors" / (format + ".json"));
+  return Json::parse(in);
+}
+
 // The committed export of FORMAT by tcId.
 std::map<std::uint64_t, ExportedVector> ExportedVectors(const std::string& format) {
-  std::ifstream in(fs::path(QD_SOURCE_DIR) / "corpus" / "vectors" / (format + ".json"));
-  const Json doc = Json::parse(in);
+  const Json doc = ExportedDocument(format);
   std::map<std::uint64_t, ExportedVector> vectors;
   for (const Json& group : doc["testGroups"]) {
     const std::string rule = group.value("rule", Json()).is_string() ? group["rule"].get<std::string>() : "";
@@ -76,6 +82,16 @@ std::map<std::uint64_t, ExportedVector> ExportedVectors(const std::string& forma
     }
   }
   return vectors;
+}
+
+// The committed export of FORMAT: every test object of every group.
+std::vector<Json> ExportedTests(const std::string& format) {
+  const Json doc = ExportedDocument(format);
+  std::vector<Json> tests;
+  for (const Json& group : doc["testGroups"]) {
+    for (const Json& test : group["tests"]) tests.push_back(test);
+  }
+  return tests;
 }
 
 // tcId -> result ("valid", "acceptable", "invalid").
@@ -366,5 +382,165 @@ TEST(TestImplReports, HtmlLoadsInChromiumWithNoConsoleMessageAndShowsTheMatrixAn
   EXPECT_EQ(Occurrences(check_dom, "<table id=\"matrix\""), 1u);
 }
 #endif  // QD_REPORT_TOOLS
+
+#ifdef QD_PY_READER_TESTS
+// examples/py_reader: bitsandbytes and GPTQ read from the contracts in
+// Python with numpy only, and the same reader with one planted fault.
+std::string PyReader(const std::string& broken) {
+  return Quote(QD_PYTHON3) + " " + Quote(std::string(QD_SOURCE_DIR) + "/examples/py_reader/read.py") +
+         (broken.empty() ? "" : " --broken " + broken) + " {input} {output}";
+}
+
+// The tensor names of a committed safetensors vector (its JSON header).
+std::vector<std::string> HeaderNames(const std::string& file) {
+  std::ifstream in(fs::path(QD_SOURCE_DIR) / "corpus" / "vectors" / file, std::ios::binary);
+  unsigned char length_bytes[8] = {};
+  in.read(reinterpret_cast<char*>(length_bytes), 8);
+  std::uint64_t length = 0;
+  for (int i = 7; i >= 0; --i) length = length << 8 | length_bytes[i];
+  std::string header(length, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(length));
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : Json::parse(header).items()) names.push_back(name);
+  return names;
+}
+
+TEST(PyReader, PassesEveryBitsandbytesAndGptqVector) {
+  const Result r = Quantdiff({"test-impl", "--cmd", PyReader(""), "--format", "bnb,gptq", "--jobs", "2",
+                              "--timeout", "120", "--report", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const Json report = Json::parse(r.out);
+  EXPECT_EQ(report["vectors"].get<std::uint64_t>(), ExportedResults("bnb").size() + ExportedResults("gptq").size());
+  EXPECT_EQ(report["failed"].get<std::uint64_t>(), 0u);
+}
+
+TEST(PyReader, Fp4CodeEightAsNegativeZeroFailsExactlyTheFlaggedVectors) {
+  // The export flags every accepted vector whose FP4 layer holds code 8
+  // (variantFlags fp4-code8-negzero, docs/bnb.md "FP4 code 8"); only zeros'
+  // signs change, so each is signed-zero and nothing else fails.
+  std::map<std::uint64_t, std::string> expected;
+  for (const Json& test : ExportedTests("bnb")) {
+    const Json flags = test.value("variantFlags", Json::array());
+    if (std::find(flags.begin(), flags.end(), "fp4-code8-negzero") != flags.end()) {
+      expected[test["tcId"].get<std::uint64_t>()] = "signed-zero";
+    }
+  }
+  ASSERT_FALSE(expected.empty());
+  const Result r = Quantdiff({"test-impl", "--cmd", PyReader("fp4-code8-negzero"), "--format", "bnb", "--jobs", "2",
+                              "--timeout", "120", "--report", "json"});
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(Failures(Json::parse(r.out), "bnb"), expected) << r.out;
+}
+
+TEST(PyReader, SwappedNibblesFailExactlyTheAcceptedFourBitVectors) {
+  // BNB-002 reversed changes every accepted file with a 4-bit layer (a
+  // quant_state tensor, HF or GPT-QModel names) and no refusal.
+  std::map<std::uint64_t, std::string> expected;
+  for (const Json& test : ExportedTests("bnb")) {
+    if (test["result"] == "invalid") continue;
+    for (const std::string& name : HeaderNames(test["file"])) {
+      const bool hf = name.find(".quant_state.bitsandbytes__") != std::string::npos;
+      const bool gptqmodel = name.size() >= 18 && name.compare(name.size() - 18, 18, "weight_quant_state") == 0;
+      if (hf || gptqmodel) expected[test["tcId"].get<std::uint64_t>()] = "wrong-output";
+    }
+  }
+  ASSERT_FALSE(expected.empty());
+  const Result r = Quantdiff({"test-impl", "--cmd", PyReader("nibble-order"), "--format", "bnb", "--jobs", "2",
+                              "--timeout", "120", "--report", "json"});
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(Failures(Json::parse(r.out), "bnb"), expected) << r.out;
+}
+#endif  // QD_PY_READER_TESTS
+
+#ifdef QD_TORCH_LOAD_TESTS
+// examples/torch_load: torch.load(weights_only=True) of Debian's
+// python3-torch 1.13.1 under the process protocol. The expected outcomes
+// are the triage of its divergences (README "Outside readers under test",
+// corpus/upstream/torch/README.md), not torch's output: a torch that reads
+// differently fails here, and the triage is then redone.
+std::string TorchLoad() {
+  return Quote(QD_PYTHON3) + " " + Quote(std::string(QD_SOURCE_DIR) + "/examples/torch_load/torch_load.py");
+}
+
+// Runs COMMAND through the shell: exit code and standard output + error.
+Result Shell(const std::string& command) {
+  Result run;
+  std::FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) run.out.append(buf, n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+TEST(TorchLoad, PtVectorsFailExactlyTheTriagedSet) {
+  std::map<std::uint64_t, std::string> expected;
+  // Valid and acceptable vectors torch 1.13 cannot read: protocol-4 FRAME,
+  // BINFLOAT, the 7-item _rebuild_tensor_v2 of torch 2, requires_grad on an
+  // integer tensor, version records outside 1..10, a constants.pkl record
+  // (handed to torch.jit.load).
+  for (std::uint64_t id : {1, 2, 4, 73, 74, 75, 76, 78, 79, 80, 81, 82, 83, 84, 117, 118}) expected[id] = "refused-valid";
+  // Invalid by quantdiff's contract, read by torch: ZIP leniency (end
+  // records, names, duplicates, local headers, overlaps), the byteorder
+  // record ignored, quantdiff's own depth and name-collision rules.
+  for (std::uint64_t id : {10, 18, 22, 25, 26, 27, 28, 29, 32, 44, 51, 71, 72}) expected[id] = "accepted-invalid";
+  // The bitsandbytes QuantState list layout: the adapter stops (exit 3).
+  for (std::uint64_t id : {89, 101, 119, 120}) expected[id] = "crashed";
+  const Result r = Quantdiff({"test-impl", "--cmd", TorchLoad() + " {input} {output}", "--format", "pt", "--jobs", "2",
+                              "--timeout", "120", "--report", "json"});
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(Failures(Json::parse(r.out), "pt"), expected) << r.out;
+}
+
+TEST(TorchLoad, HostilePicklesAreRefusedAndRunNothing) {
+  const fs::path peer = fs::path(QD_PEER_DIR) / "pt";
+  if (!fs::exists(peer / "manifest.json")) GTEST_SKIP() << "no peer vectors at " << peer;
+  // Each payload would write this file (peer README); it must never appear.
+  const fs::path pwned = "/tmp/quantdiff_pwned";
+  ASSERT_FALSE(fs::exists(pwned)) << "remove " << pwned << " first";
+  const fs::path out = fs::path(QD_TEST_TMPDIR) / "hostile.safetensors";
+  fs::create_directories(out.parent_path());
+  for (const char* name : {"hostile_os_system.pt", "hostile_stack_global.pt", "hostile_eval.pt", "hostile_deep_marks.pt"}) {
+    const Result r = Shell(TorchLoad() + " " + Quote((peer / name).string()) + " " + Quote(out.string()));
+    EXPECT_EQ(r.exit_code, 1) << name << ": " << r.out;
+    EXPECT_FALSE(fs::exists(pwned)) << name;
+  }
+}
+
+TEST(TorchLoad, UpstreamFindingsStillHold) {
+  // corpus/upstream/torch/README.md: what torch does with each file, beside
+  // what quantdiff's contract says (check: 0 accepted, 1 refused).
+  struct Finding {
+    std::string prefix;
+    int torch_exit;
+    std::string torch_says;
+    int quantdiff_exit;
+  };
+  const std::vector<Finding> findings = {
+      {"float-value-refused-", 1, "Unsupported operand 71", 0},
+      {"bfloat16-dtype-refused-", 1, "Unsupported class torch.bfloat16", 0},
+      {"crc-not-checked-", 0, "", 1},
+      {"constants-pkl-jit-dispatch-", 1, "TorchScript archive", 0},
+  };
+  const fs::path folder = fs::path(QD_SOURCE_DIR) / "corpus" / "upstream" / "torch";
+  const fs::path out = fs::path(QD_TEST_TMPDIR) / "upstream.safetensors";
+  fs::create_directories(out.parent_path());
+  std::size_t seen = 0;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    if (entry.path().extension() != ".pt") continue;
+    const std::string file = entry.path().filename().string();
+    const auto finding = std::find_if(findings.begin(), findings.end(),
+                                      [&](const Finding& f) { return file.rfind(f.prefix, 0) == 0; });
+    ASSERT_NE(finding, findings.end()) << file << " is not described";
+    ++seen;
+    const Result torch = Shell(TorchLoad() + " " + Quote(entry.path().string()) + " " + Quote(out.string()));
+    EXPECT_EQ(torch.exit_code, finding->torch_exit) << file << ": " << torch.out;
+    EXPECT_NE(torch.out.find(finding->torch_says), std::string::npos) << file << ": " << torch.out;
+    EXPECT_EQ(Quantdiff({"check", entry.path().string()}).exit_code, finding->quantdiff_exit) << file;
+  }
+  EXPECT_EQ(seen, findings.size());
+}
+#endif  // QD_TORCH_LOAD_TESTS
 
 }  // namespace
