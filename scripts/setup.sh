@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev librapidcheck-dev
           nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
-          pkgconf nettle-dev)
+          pkgconf nettle-dev python3-jsonschema)
 # npm fetches ggml's own build (scripts/fetch_ggml.sh); any npm will do.
 command -v npm >/dev/null || packages+=(npm)
 missing=()
