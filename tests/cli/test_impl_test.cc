@@ -82,7 +82,9 @@ TEST(TestImpl, QuantdiffDecodePassesEveryVectorOfEveryFormat) {
   const Json report = Json::parse(r.out);
   std::uint64_t exported = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(QD_SOURCE_DIR) / "corpus" / "vectors")) {
-    if (entry.path().extension() == ".json") exported += ExportedResults(entry.path().stem().string()).size();
+    if (entry.path().extension() == ".json" && entry.path().filename() != "schema.json") {
+      exported += ExportedResults(entry.path().stem().string()).size();
+    }
   }
   EXPECT_EQ(report["vectors"].get<std::uint64_t>(), exported);
   EXPECT_EQ(report["failed"].get<std::uint64_t>(), 0u);
