@@ -39,7 +39,9 @@ bool ReadExpectedTensors(const std::vector<std::uint8_t>& bytes, const std::stri
   for (const qd::codec::TensorEntry& t : read.container.tensors) {
     if (t.dtype != qd::codec::Dtype::kF32) return *error = name + ": tensor " + t.name + " is not F32", false;
     qd::DecodedTensor d{t.name, t.shape, std::vector<float>(t.element_count)};
-    std::memcpy(d.values.data(), read.container.Data(t), 4 * t.element_count);  // little-endian host
+    if (t.element_count > 0) {
+      std::memcpy(d.values.data(), read.container.Data(t), 4 * t.element_count);  // little-endian host
+    }
     tensors->push_back(std::move(d));
   }
   return true;
