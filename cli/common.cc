@@ -3,6 +3,7 @@
 #include "harness/stream_differ.h"
 #include "reports/escape.h"
 
+#include <nettle/sha2.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -192,6 +193,21 @@ bool ParseReportOptions(const Args& args, ReportOptions* options, std::string* e
 bool WriteOutput(const std::string& path, std::string_view text,
                  const std::vector<std::string>& inputs, std::string* error) {
   return WriteFileAtomic(path.empty() ? std::string(kStandardOutput) : path, text, inputs, error);
+}
+
+std::string Sha256Hex(const std::uint8_t* data, std::size_t size) {
+  sha256_ctx ctx;
+  sha256_init(&ctx);
+  sha256_update(&ctx, size, data);
+  std::uint8_t digest[SHA256_DIGEST_SIZE];
+  sha256_digest(&ctx, SHA256_DIGEST_SIZE, digest);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (const std::uint8_t b : digest) {
+    hex += kHex[b >> 4];
+    hex += kHex[b & 15];
+  }
+  return hex;
 }
 
 std::string Crc32Hex(const std::uint8_t* data, std::size_t size) {

@@ -113,6 +113,8 @@ bool WriteOutput(const std::string& path, std::string_view text,
 
 // CRC-32 (zlib) of bytes as 8 lowercase hex digits.
 std::string Crc32Hex(const std::uint8_t* data, std::size_t size);
+// SHA-256 (Nettle) of bytes as 64 lowercase hex digits.
+std::string Sha256Hex(const std::uint8_t* data, std::size_t size);
 // A 64-bit mix (splitmix64 finaliser) for deriving per-instance seeds.
 std::uint64_t Mix(std::uint64_t x);
 

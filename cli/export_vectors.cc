@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
+#include "cli/embedded_files.h"
+#include "cli/vector_bundle.h"
 #include "cli/vector_set.h"
 #include "reports/escape.h"
 #include "reports/report.h"
@@ -20,26 +22,34 @@ namespace qd::cli {
 
 extern const std::string_view kExportVectorsHelp =
     "usage: quantdiff export-vectors [--out DIR] [--count N] [--seed S] [--format NAME]\n"
+    "       quantdiff export-vectors --gzip --out BUNDLE.tar.gz [--count N] [--seed S] [--format NAME]\n"
     "\n"
     "Writes portable test vectors in the shape of Wycheproof's: for every format\n"
-    "DIR/<format>.json lists test groups (valid instances, then one group per\n"
-    "rule the generators can break) of tests {tcId, comment, file, result,\n"
-    "flags, crc32, size}, and DIR/<format>/<tcId>.safetensors (.pt for torch\n"
-    "files) holds each test's bytes. A test whose file comes with config files\n"
-    "(GPTQ) is written as DIR/<format>/<tcId>/STEM.safetensors beside them, named\n"
-    "so that config discovery there finds exactly them (docs/gptq.md section 1),\n"
-    "listed under configs. result and flags are the ORACLE's reading of the\n"
-    "file, never the codec's: \"valid\" (accepted, no finding), \"acceptable\" (accepted with\n"
-    "warnings) or \"invalid\" (refused); flags are the rule IDs it reported, and\n"
-    "notes maps each flag to the catalogue's text. The same seed writes the same\n"
-    "bytes, so the vectors can be committed and diffed.\n"
+    "DIR/<format>.json lists test groups (valid instances, one group per rule the\n"
+    "generators can break, then the format's upstream findings) of tests {tcId,\n"
+    "comment, file, result, flags, crc32, sha256, size, ...}, and\n"
+    "DIR/<format>/<tcId>.safetensors (.pt, .gguf by format) holds each test's bytes.\n"
+    "A test whose file comes with config files (GPTQ) is written as\n"
+    "DIR/<format>/<tcId>/STEM.safetensors beside them, named so that config\n"
+    "discovery there finds exactly them (docs/gptq.md section 1), listed under\n"
+    "configs. result and flags are the ORACLE's reading of the file, never the\n"
+    "codec's: \"valid\" (accepted, no finding), \"acceptable\" (accepted with\n"
+    "warnings) or \"invalid\" (refused); flags are the rule IDs it reported. A valid\n"
+    "or acceptable test carries expectedOutput: DIR/<format>/<tcId>.expected.safetensors,\n"
+    "exactly the F32 safetensors `quantdiff decode` writes for it (the oracle's\n"
+    "tensors), with its SHA-256, or decodeRefusal where decode refuses it (REC-001).\n"
+    "notes explains every flag (bugType, description, effect); DIR/schema.json is\n"
+    "the JSON Schema of the vector files. The same seed writes the same bytes, so\n"
+    "the vectors can be committed and diffed.\n"
     "\n"
     "  --out DIR      output directory (default corpus/vectors). An earlier\n"
     "                 export's files there (those its FORMAT.json lists) are\n"
     "                 replaced; any other file in the way stops the export\n"
+    "  --gzip         write the export as one gzip-compressed tar file, --out\n"
+    "                 (required), instead of a folder: `tar -xzf` gives the folder\n"
     "  --count N      tests per group (default 4)\n"
     "  --seed S       generator seed (default 1)\n"
-    "  --format NAME  only this format (rbq, bnb, recognised, gptq, pt, safetensors)\n"
+    "  --format NAME  only this format (rbq, bnb, recognised, gptq, pt, safetensors, ...)\n"
     "\n"
     "exit: 0 written, 2 usage error or unwritable DIR\n";
 
@@ -47,10 +57,18 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// The schema every FORMAT.json of an export follows, written beside them.
+constexpr std::string_view kSchemaName = "schema.json";
+constexpr std::string_view kSchemaSource = "cli/vectors.schema.json";
+
 struct FormatResult {
   std::uint64_t tests = 0;
   std::uint64_t relabelled = 0;  // the oracle reported another rule than targeted
 };
+
+// A file of the export, relative to its folder; FORMAT.json is the last of
+// a format's files.
+using ExportFile = BundleMember;
 
 // A path an earlier export's JSON may name: relative, under FORMAT/, with no
 // "." or ".." step, so a crafted JSON cannot point the removal elsewhere.
@@ -63,9 +81,10 @@ bool IsOwnVectorPath(const std::string& relative, const std::string& format) {
 }
 
 // Removes what the earlier export in DIR wrote for this format, and only
-// that: the files (and configs) its FORMAT.json names, then their tcId
-// folders if they are left empty. A FORMAT.json that quantdiff did not write
-// stops the export (exit 2): nothing of someone else's is replaced or removed.
+// that: the files (configs and expected outputs) its FORMAT.json names, then
+// their tcId folders if they are left empty. A FORMAT.json that quantdiff did
+// not write stops the export (exit 2): nothing of someone else's is replaced
+// or removed.
 bool RemoveEarlierExport(const std::filesystem::path& out_dir, const std::string& format,
                          std::string* error) {
   const std::filesystem::path json_path = out_dir / (format + ".json");
@@ -100,6 +119,10 @@ bool RemoveEarlierExport(const std::filesystem::path& out_dir, const std::string
       if (test.contains("configs") && test["configs"].is_array()) {
         for (const Json& c : test["configs"]) remove_listed(c);
       }
+      if (test.contains("expectedOutput") && test["expectedOutput"].is_object() &&
+          test["expectedOutput"].contains("file")) {
+        remove_listed(test["expectedOutput"]["file"]);
+      }
     }
   }
   for (const std::filesystem::path& folder : folders) {
@@ -110,124 +133,255 @@ bool RemoveEarlierExport(const std::filesystem::path& out_dir, const std::string
 
 // Writes one vector file; a file already at PATH is not ours (the earlier
 // export's files are gone by now) and is never replaced.
-bool WriteNewVectorFile(const std::filesystem::path& path, const std::uint8_t* data,
-                        std::size_t size, std::string* error) {
+bool WriteNewVectorFile(const std::filesystem::path& path, const std::string& bytes,
+                        std::string* error) {
   std::error_code ec;
   if (std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
     *error = "refusing to replace " + path.string() +
              ": it exists and is not listed by the earlier export's JSON";
     return false;
   }
-  return WriteFileAtomic(path.string(), {reinterpret_cast<const char*>(data), size}, {}, error);
-}
-
-bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out_dir,
-                  std::uint64_t count, std::uint64_t seed, FormatResult* result,
-                  std::string* error) {
-  const std::string name(format.name);
-  const std::filesystem::path files_dir = std::filesystem::path(out_dir) / name;
-  std::error_code ec;
-  std::filesystem::create_directories(files_dir, ec);
+  std::filesystem::create_directories(path.parent_path(), ec);
   if (ec) {
-    *error = "cannot create " + files_dir.string() + ": " + ec.message();
+    *error = "cannot create " + path.parent_path().string() + ": " + ec.message();
     return false;
   }
-  if (!RemoveEarlierExport(out_dir, name, error)) return false;
+  return WriteFileAtomic(path.string(), bytes, {}, error);
+}
+
+std::string AsString(const std::vector<std::uint8_t>& bytes) {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+// Wycheproof's notes: what a flag means, which kind of bug a reader that
+// fails the test has (bugType), and what that bug does (effect). A rule's
+// description is the catalogue's text (and decision); its bugType follows
+// from its severity: an error rule a reader does not check, a warning a
+// reader must tolerate, a decode refusal (REC-001) a reader must not decode
+// past.
+Json RuleNote(const std::string& id) {
+  const qd::reports::RuleInfo* info = qd::reports::FindRule(id);
+  Json note = Json::object();
+  if (info == nullptr) {
+    note["bugType"] = "MISSING_CHECK";
+    note["description"] = "not in the rule catalogue";
+    note["effect"] = "unknown";
+    return note;
+  }
+  std::string description = info->text;
+  if (!info->decision.empty()) description += " Decision: " + info->decision;
+  const std::string severity(qd::reports::SeverityName(info->severity));
+  if (!qd::reports::IsErrorRule(*info)) {
+    note["bugType"] = "EDGE_CASE";
+    note["effect"] =
+        "The file is valid: a reader must accept it and decode the expected output; reporting "
+        "this warning is optional. A reader that refuses it rejects a file the format allows.";
+  } else if (info->family == "recognised" && id == "REC-001") {
+    note["bugType"] = "UNDEFINED_DECODE";
+    note["effect"] =
+        "The spec does not fix this family's arithmetic bit by bit: a reader that decodes it "
+        "writes values nobody can check; `quantdiff decode` refuses it (decodeRefusal).";
+  } else {
+    note["bugType"] = "MISSING_CHECK";
+    note["effect"] =
+        "A reader that accepts the file skips a " + severity +
+        " check: it reads bytes the format gives no meaning (out-of-bounds or overlapping "
+        "reads, values taken from the wrong bytes, or a crash) or decodes a model other than "
+        "the one written. A conforming reader refuses it, naming " + id + ".";
+  }
+  note["description"] = description;
+  note["source"] = info->source + ", " + info->section;
+  // The keys in one order whatever branch set them.
+  return Json{{"bugType", note["bugType"]}, {"description", note["description"]},
+              {"effect", note["effect"]}, {"source", note["source"]}};
+}
+
+Json VariantNote(const qd::harness::VariantFlag& variant) {
+  return Json{{"bugType", "KNOWN_VARIANT"},
+              {"description", variant.note},
+              {"effect",
+               "A reader that follows this documented upstream variant decodes other values at "
+               "the places the description names, without being wrong by its upstream; the "
+               "expected output follows the contract."}};
+}
+
+Json UpstreamNote(const qd::harness::VariantFlag& upstream) {
+  return Json{{"bugType", "KNOWN_UPSTREAM_BUG"},
+              {"description", upstream.note},
+              {"effect",
+               "A reader with the same mistake as the upstream reader fails this test; the "
+               "expected result is the contract's (result, flags, expectedOutput)."}};
+}
+
+// TEST[KEY] = the flags of FLAGS, each explained in NOTES by NOTE_OF; no
+// key for none.
+void PutNamedFlags(const std::vector<qd::harness::VariantFlag>& flags, const char* key,
+                   Json (*note_of)(const qd::harness::VariantFlag&), Json* test,
+                   std::map<std::string, Json>* notes) {
+  if (flags.empty()) return;
+  Json names = Json::array();
+  for (const qd::harness::VariantFlag& flag : flags) {
+    names.push_back(flag.flag);
+    (*notes)[flag.flag] = note_of(flag);
+  }
+  (*test)[key] = std::move(names);
+}
+
+// The test object of V (its files appended to FILES) and the flags it names.
+Json TestJson(const qd::harness::FormatEntry& format, const TestVector& v,
+              std::vector<ExportFile>* files, std::map<std::string, Json>* notes) {
+  Json test = Json::object();
+  test["tcId"] = v.tc_id;
+  test["comment"] = qd::reports::ValidUtf8(v.comment);
+  test["file"] = v.file;
+  files->push_back({v.file, AsString(v.bytes)});
+  if (!v.side_files.empty()) {
+    Json configs = Json::array();
+    for (const qd::SideFile& side : v.side_files) {
+      configs.push_back(side.name);
+      files->push_back({side.name, AsString(side.bytes)});
+    }
+    test["configs"] = std::move(configs);
+  }
+  test["result"] = ResultOf(v.oracle);
+  Json flags = Json::array();
+  for (const qd::Finding& f : v.oracle.findings) {
+    flags.push_back(qd::reports::ValidUtf8(f.rule));
+    (*notes)[qd::reports::ValidUtf8(f.rule)] = RuleNote(f.rule);
+  }
+  test["flags"] = std::move(flags);
+  PutNamedFlags(v.variants, "variantFlags", VariantNote, &test, notes);
+  PutNamedFlags(v.upstream, "upstreamFlags", UpstreamNote, &test, notes);
+  test["crc32"] = Crc32Hex(v.bytes.data(), v.bytes.size());
+  test["sha256"] = Sha256Hex(v.bytes.data(), v.bytes.size());
+  test["size"] = v.bytes.size();
+  if (!v.oracle.refused) {
+    // What `quantdiff decode` writes for it: the oracle's tensors as the
+    // decode writer lays them out, or decode's refusal.
+    const Expectation want = ExpectationOf(format, v.oracle, v);
+    if (!want.refusal_rule.empty()) {
+      test["decodeRefusal"] = want.refusal_rule;
+      (*notes)[want.refusal_rule] = RuleNote(want.refusal_rule);
+    } else {
+      const std::string id = std::to_string(v.tc_id);
+      const std::string expected = std::string(format.name) + "/" + id + ".expected.safetensors";
+      const auto* data = reinterpret_cast<const std::uint8_t*>(want.decoded_file.data());
+      test["expectedOutput"] = Json{{"file", expected},
+                                    {"size", want.decoded_file.size()},
+                                    {"sha256", Sha256Hex(data, want.decoded_file.size())}};
+      files->push_back({expected, want.decoded_file});
+    }
+  }
+  return test;
+}
+
+// Every file of FORMAT's export, FORMAT.json last.
+bool BuildFormatExport(const qd::harness::FormatEntry& format, std::uint64_t count,
+                       std::uint64_t seed, std::vector<ExportFile>* files, FormatResult* result,
+                       std::string* error) {
+  const std::string name(format.name);
   std::vector<TestVector> vectors;
   if (!BuildVectors(format, count, seed, &vectors, error)) return false;
 
-  std::set<std::string> flags_used;
-  Json variant_notes = Json::object();  // variant flag -> what the variant is
+  std::map<std::string, Json> notes;  // sorted by flag
   Json test_groups = Json::array();
   for (std::size_t first = 0; first < vectors.size();) {
     const std::string& rule = vectors[first].rule;
+    const bool upstream = !vectors[first].upstream.empty();
     Json tests = Json::array();
     std::size_t i = first;
-    for (; i < vectors.size() && vectors[i].rule == rule; ++i) {
-      const TestVector& v = vectors[i];
-      Json configs = Json::array();
-      if (!v.side_files.empty()) {
-        const std::filesystem::path folder = (std::filesystem::path(out_dir) / v.file).parent_path();
-        std::filesystem::create_directories(folder, ec);
-        if (ec) {
-          *error = "cannot create " + folder.string() + ": " + ec.message();
-          return false;
-        }
-      }
-      for (const qd::SideFile& side : v.side_files) {
-        configs.push_back(side.name);
-        if (!WriteNewVectorFile(std::filesystem::path(out_dir) / side.name, side.bytes.data(),
-                                side.bytes.size(), error)) {
-          return false;
-        }
-      }
-      Json flags = Json::array();
-      for (const qd::Finding& f : v.oracle.findings) {
-        flags.push_back(qd::reports::ValidUtf8(f.rule));
-        flags_used.insert(f.rule);
-      }
-      if (v.relabelled) ++result->relabelled;
-      if (!WriteNewVectorFile(std::filesystem::path(out_dir) / v.file, v.bytes.data(),
-                              v.bytes.size(), error)) {
-        return false;
-      }
-      Json test = Json::object();
-      test["tcId"] = v.tc_id;
-      test["comment"] = qd::reports::ValidUtf8(v.comment);
-      test["file"] = v.file;
-      if (!configs.empty()) test["configs"] = std::move(configs);
-      test["result"] = ResultOf(v.oracle);
-      test["flags"] = std::move(flags);
-      if (!v.variants.empty()) {
-        Json variants = Json::array();
-        for (const qd::harness::VariantFlag& variant : v.variants) {
-          variants.push_back(variant.flag);
-          variant_notes[variant.flag] = variant.note;
-        }
-        test["variantFlags"] = std::move(variants);
-      }
-      test["crc32"] = Crc32Hex(v.bytes.data(), v.bytes.size());
-      test["size"] = v.bytes.size();
-      tests.push_back(std::move(test));
+    for (; i < vectors.size() && vectors[i].rule == rule && vectors[i].upstream.empty() == !upstream;
+         ++i) {
+      if (vectors[i].relabelled) ++result->relabelled;
+      tests.push_back(TestJson(format, vectors[i], files, &notes));
     }
     first = i;
     Json group = Json::object();
     group["rule"] = rule.empty() ? Json(nullptr) : Json(rule);
-    group["type"] = rule.empty() ? "ValidFile" : "RuleViolation";
+    group["type"] = upstream ? "UpstreamFinding" : rule.empty() ? "ValidFile" : "RuleViolation";
     if (const qd::reports::RuleInfo* info = qd::reports::FindRule(rule)) {
       group["severity"] = std::string(qd::reports::SeverityName(info->severity));
     }
     group["tests"] = std::move(tests);
     test_groups.push_back(std::move(group));
   }
-  const std::uint64_t tc_id = vectors.size();
 
-  Json notes = Json::object();
-  for (const std::string& flag : flags_used) {
-    const qd::reports::RuleInfo* info = qd::reports::FindRule(flag);
-    notes[qd::reports::ValidUtf8(flag)] = info ? info->text : "not in the rule catalogue";
-  }
   Json doc = Json::object();
   doc["algorithm"] = name;
+  doc["schema"] = std::string(kSchemaName);
   doc["generatorVersion"] = "quantdiff " + std::string(qd::reports::ToolVersion());
-  doc["numberOfTests"] = tc_id;
+  doc["numberOfTests"] = vectors.size();
   doc["header"] = Json::array(
       {"Generated by quantdiff export-vectors --seed " + std::to_string(seed) + " --count " +
            std::to_string(count) + ".",
        "result and flags are the reference oracle's reading of each file; a reader conforms "
        "when it refuses every invalid file with the first flag that is an error rule, and "
        "accepts every valid and acceptable one.",
-       "file is relative to this JSON file's folder; crc32 is zlib's CRC-32 of its bytes.",
-       "variantFlags name documented upstream variants that apply to a valid file (see notes): "
-       "a reader that follows such a variant differs from the vector there without being "
-       "wrong."});
-  for (const auto& [flag, note] : variant_notes.items()) notes[flag] = note;
-  doc["notes"] = std::move(notes);
+       "A valid or acceptable test's expectedOutput is the F32 safetensors file `quantdiff "
+       "decode` writes for it (the oracle's tensors); a conforming decoder's output holds the "
+       "same tensors bit for bit. decodeRefusal names the rule decode refuses it with instead.",
+       "Paths are relative to this JSON file's folder; crc32 is zlib's CRC-32 and sha256 the "
+       "SHA-256 of the file's bytes.",
+       "variantFlags name documented upstream variants that apply to a valid file, upstreamFlags "
+       "what a known upstream reader does with an upstream finding (see notes): a reader that "
+       "follows a variant differs from the vector there without being wrong."});
+  Json notes_json = Json::object();
+  for (auto& [flag, note] : notes) notes_json[flag] = std::move(note);
+  doc["notes"] = std::move(notes_json);
   doc["testGroups"] = std::move(test_groups);
-  result->tests = tc_id;
-  const std::string json = doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-  return WriteFileAtomic((std::filesystem::path(out_dir) / (name + ".json")).string(), json, {},
-                         error);
+  result->tests = vectors.size();
+  files->push_back({name + ".json", doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"});
+  return true;
+}
+
+std::string SchemaText() {
+  const EmbeddedFile* schema = FindEmbeddedFile(kSchemaSource);
+  return schema == nullptr ? std::string()
+                           : std::string(reinterpret_cast<const char*>(schema->data), schema->size);
+}
+
+// Writes FORMAT's files into OUT_DIR after removing its earlier export
+// there; FORMAT.json (the last file) replaces the earlier one.
+bool WriteFormatFolder(const std::filesystem::path& out_dir, const std::string& format,
+                       const std::vector<ExportFile>& files, std::string* error) {
+  if (!RemoveEarlierExport(out_dir, format, error)) return false;
+  for (std::size_t i = 0; i + 1 < files.size(); ++i) {
+    if (!WriteNewVectorFile(out_dir / files[i].path, files[i].bytes, error)) return false;
+  }
+  return WriteFileAtomic((out_dir / files.back().path).string(), files.back().bytes, {}, error);
+}
+
+// schema.json beside the vector files, replacing only an earlier export's
+// (a JSON Schema whose $id is quantdiff's).
+bool WriteSchema(const std::filesystem::path& out_dir, const std::string& schema,
+                 std::string* error) {
+  const std::filesystem::path path = out_dir / kSchemaName;
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
+    std::ifstream in(path, std::ios::binary);
+    const Json doc = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+    const bool ours = doc.is_object() && doc.contains("$id") && doc["$id"].is_string() &&
+                      doc["$id"].get<std::string>().find("quantdiff") != std::string::npos;
+    if (!ours) {
+      *error = "refusing to replace " + path.string() +
+               ": it was not written by quantdiff export-vectors (choose another --out)";
+      return false;
+    }
+  }
+  return WriteFileAtomic(path.string(), schema, {}, error);
+}
+
+void PrintExported(const std::string& where, std::string_view format, const FormatResult& result) {
+  std::printf("%s/%.*s.json: %llu tests\n", qd::reports::ForTerminal(where).c_str(),
+              static_cast<int>(format.size()), format.data(),
+              static_cast<unsigned long long>(result.tests));
+  if (result.relabelled > 0) {
+    std::fprintf(stderr,
+                 "quantdiff export-vectors: %llu %.*s tests are not read by the oracle as "
+                 "generated (see their comments)\n",
+                 static_cast<unsigned long long>(result.relabelled),
+                 static_cast<int>(format.size()), format.data());
+  }
 }
 
 }  // namespace
@@ -235,7 +389,8 @@ bool ExportFormat(const qd::harness::FormatEntry& format, const std::string& out
 int RunExportVectors(const std::vector<std::string>& argv) {
   Args args;
   std::string error;
-  if (!ParseArgs(argv, {{"out", true}, {"count", true}, {"seed", true}, {"format", true}},
+  if (!ParseArgs(argv, {{"out", true}, {"count", true}, {"seed", true}, {"format", true},
+                        {"gzip", false}},
                  &args, &error)) {
     return UsageError("export-vectors", error);
   }
@@ -258,31 +413,43 @@ int RunExportVectors(const std::vector<std::string>& argv) {
   } else {
     for (const qd::harness::FormatEntry& f : qd::harness::Formats()) formats.push_back(&f);
   }
-  const std::string out_dir = args.Get("out").value_or("corpus/vectors");
-  if (out_dir.empty()) return UsageError("export-vectors", "--out needs a directory name");
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec || !std::filesystem::is_directory(out_dir)) {
-    return IoError("export-vectors", "cannot create " + out_dir + ": " +
-                                         (ec ? ec.message() : std::string("not a directory")));
-  }
-  for (const qd::harness::FormatEntry* f : formats) {
-    FormatResult result;
-    if (!ExportFormat(*f, out_dir, count, seed, &result, &error)) {
+  const bool gzip = args.Has("gzip");
+  if (gzip && !args.Get("out")) return UsageError("export-vectors", "--gzip needs --out BUNDLE.tar.gz");
+  const std::string out = args.Get("out").value_or("corpus/vectors");
+  if (out.empty()) return UsageError("export-vectors", "--out needs a name");
+  const std::string schema = SchemaText();
+  if (schema.empty()) return IoError("export-vectors", "the vectors' JSON Schema was not built in");
+
+  if (gzip) {
+    std::vector<ExportFile> members = {{std::string(kSchemaName), schema}};
+    for (const qd::harness::FormatEntry* f : formats) {
+      FormatResult result;
+      if (!BuildFormatExport(*f, count, seed, &members, &result, &error)) {
+        return IoError("export-vectors", error);
+      }
+      PrintExported(out, f->name, result);
+    }
+    std::string bundle;
+    if (!GzipTarBundle(members, &bundle, &error) || !WriteOutput(out, bundle, {}, &error)) {
       return IoError("export-vectors", error);
     }
-    std::printf("%s/%.*s.json: %llu tests in %s/%.*s/\n", qd::reports::ForTerminal(out_dir).c_str(),
-                static_cast<int>(f->name.size()), f->name.data(),
-                static_cast<unsigned long long>(result.tests),
-                qd::reports::ForTerminal(out_dir).c_str(), static_cast<int>(f->name.size()),
-                f->name.data());
-    if (result.relabelled > 0) {
-      std::fprintf(stderr,
-                   "quantdiff export-vectors: %llu %.*s tests are not read by the oracle as "
-                   "generated (see their comments)\n",
-                   static_cast<unsigned long long>(result.relabelled),
-                   static_cast<int>(f->name.size()), f->name.data());
+    return kExitOk;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec || !std::filesystem::is_directory(out)) {
+    return IoError("export-vectors", "cannot create " + out + ": " +
+                                         (ec ? ec.message() : std::string("not a directory")));
+  }
+  if (!WriteSchema(out, schema, &error)) return IoError("export-vectors", error);
+  for (const qd::harness::FormatEntry* f : formats) {
+    FormatResult result;
+    std::vector<ExportFile> files;
+    if (!BuildFormatExport(*f, count, seed, &files, &result, &error) ||
+        !WriteFormatFolder(out, std::string(f->name), files, &error)) {
+      return IoError("export-vectors", error);
     }
+    PrintExported(out, f->name, result);
   }
   return kExitOk;
 }

@@ -17,6 +17,7 @@
 
 #include "cli/common.h"
 #include "cli/impl_process.h"
+#include "cli/vector_folder.h"
 #include "cli/vector_set.h"
 #include "codecs/safetensors.h"
 #include "reports/conformance.h"
@@ -28,9 +29,11 @@ extern const std::string_view kTestImplHelp =
     "usage: quantdiff test-impl --cmd 'PROGRAM ARGS {input} {output}' [--format LIST]\n"
     "                           [--only TCID] [--timeout SECONDS] [--jobs N]\n"
     "                           [--report FORMAT] [--out FILE] [--count N] [--seed S]\n"
+    "                           [--vectors DIR]\n"
     "\n"
     "Runs another implementation's reader on every vector `quantdiff export-vectors`\n"
-    "writes (the same generators, count and seed, so tcIds match), and judges it.\n"
+    "writes (the same generators, count and seed, so tcIds match), or on the vectors\n"
+    "of an exported folder (--vectors), and judges it.\n"
     "For each vector the command runs through /bin/sh with {input} replaced by\n"
     "the vector's file (its config files beside it, as in the export) and\n"
     "{output} by a fresh path where the implementation writes what it decoded, as\n"
@@ -67,6 +70,10 @@ extern const std::string_view kTestImplHelp =
     "  --out FILE        write the report to FILE (default standard output)\n"
     "  --count N, --seed S  the vectors' generation (default 4 and 1, as\n"
     "                    export-vectors)\n"
+    "  --vectors DIR     the vectors of DIR, as `export-vectors --out DIR` wrote them\n"
+    "                    (every FORMAT.json there, or those --format names), judged by\n"
+    "                    the results and expected outputs recorded there; a file whose\n"
+    "                    SHA-256 differs from the JSON's is an I/O error\n"
     "\n"
     "Inputs and outputs live in a new folder under $TMPDIR (or /tmp), removed at\n"
     "the end.\n"
@@ -214,33 +221,12 @@ Verdict CompareOutput(const std::string& path, const std::vector<qd::DecodedTens
   return {};
 }
 
-// What an implementation may do with a vector: refuse it with
-// refusal_rule, or (refusal_rule empty) decode it to tensors.
-struct Expectation {
-  std::string refusal_rule;
-  std::vector<qd::DecodedTensor> tensors;
-  std::string_view reader;  // the format whose oracle read it
-};
-
-// The reading of V by READER's oracle as a decode: a format quantdiff only
-// recognises is refused by `decode` even where `check` accepts it
-// (rules.json REC-001), the decode contract rather than a reading.
-Expectation ExpectationOf(const qd::harness::FormatEntry& reader, const qd::Outcome& oracle,
-                          const TestVector& v) {
-  if (oracle.refused) return {RefusingRule(oracle), {}, reader.name};
-  if (reader.decode_refusal != nullptr) {
-    const qd::Outcome refusal = reader.decode_refusal(qd::ByteView{v.bytes.data(), v.bytes.size()}, v.file, v.side_files);
-    if (refusal.refused) return {RefusingRule(refusal), {}, reader.name};
-  }
-  return {"", oracle.tensors, reader.name};
-}
-
 // The vector's own reading first. A file detection gives to another format
 // (a .gguf vector with a broken magic reads as safetensors) may also be
 // read as that format: a reader dedicated to the vector's format and one
 // that detects are both right (docs: README "Which format a file is").
 std::vector<Expectation> Expectations(const qd::harness::FormatEntry& format, const TestVector& v) {
-  std::vector<Expectation> out = {ExpectationOf(format, v.oracle, v)};
+  std::vector<Expectation> out = {v.exported ? *v.exported : ExpectationOf(format, v.oracle, v)};
   const qd::harness::FormatEntry& detected = qd::harness::OracleDetectFormat(qd::ByteView{v.bytes.data(), v.bytes.size()});
   if (detected.name != format.name) {
     std::string error;
@@ -357,12 +343,14 @@ struct Options {
   std::optional<std::uint64_t> only;
   std::vector<const qd::harness::FormatEntry*> formats;
   std::string out;
-  std::string format_list;  // as given, for reproducers
+  bool explicit_formats = false;  // --format given
+  std::string vectors_dir;  // --vectors: an exported folder instead of the built-in set
 };
 
 std::string Reproducer(const Options& o, const Run& run) {
   std::string line = "quantdiff test-impl --cmd " + ShellQuote(o.command_template) + " --format " +
                      run.format + " --only " + std::to_string(run.vector->tc_id);
+  if (!o.vectors_dir.empty()) line += " --vectors " + ShellQuote(o.vectors_dir);
   if (o.count != 4) line += " --count " + std::to_string(o.count);
   if (o.seed != 1) line += " --seed " + std::to_string(o.seed);
   return line;
@@ -377,9 +365,10 @@ bool ParseOptions(const std::vector<std::string>& argv, Options* o, std::string*
     return false;
   }
   if (!args.positional.empty()) return *error = "takes no file arguments (got '" + args.positional[0] + "')", false;
-  if (args.Has("vectors")) {
-    // Exported folders do not hold the expected decodes yet (issue 13 item 1).
-    return *error = "--vectors is not supported yet: the built-in vectors are used", false;
+  o->vectors_dir = args.Get("vectors").value_or("");
+  if (args.Has("vectors") && o->vectors_dir.empty()) return *error = "--vectors needs a folder", false;
+  if (!o->vectors_dir.empty() && (args.Has("count") || args.Has("seed"))) {
+    return *error = "--count and --seed make the built-in vectors; an exported folder has its own", false;
   }
   const std::optional<std::string> cmd = args.Get("cmd");
   if (!cmd || cmd->find("{input}") == std::string::npos || cmd->find("{output}") == std::string::npos) {
@@ -404,6 +393,7 @@ bool ParseOptions(const std::vector<std::string>& argv, Options* o, std::string*
     o->report = *format;
   }
   o->out = args.Get("out").value_or("");
+  o->explicit_formats = args.Has("format");
   if (auto list = args.Get("format")) {
     std::stringstream names(*list);
     for (std::string name; std::getline(names, name, ',');) {
@@ -438,13 +428,19 @@ int RunTestImpl(const std::vector<std::string>& argv) {
     auto& [entry, list] = vectors[std::string(f->name)];
     if (entry != nullptr) continue;
     entry = f;
-    if (!BuildVectors(*f, o.count, o.seed, &list, &error)) return IoError("test-impl", error);
+    if (o.vectors_dir.empty()) {
+      if (!BuildVectors(*f, o.count, o.seed, &list, &error)) return IoError("test-impl", error);
+    } else if (o.explicit_formats || fs::exists(fs::path(o.vectors_dir) / (std::string(f->name) + ".json"))) {
+      // Every format of the folder, or each one asked for (a missing JSON is then an error).
+      if (!LoadExportedVectors(o.vectors_dir, *f, &list, &error)) return IoError("test-impl", error);
+    }
   }
   for (const auto& [format, built] : vectors) {
     for (const TestVector& v : built.second) {
       if (!o.only || *o.only == v.tc_id) runs.push_back({built.first, format, &v, {}, {}, {}});
     }
   }
+  if (runs.empty() && !o.only) return IoError("test-impl", "no FORMAT.json of an export in " + o.vectors_dir);
   if (runs.empty()) return UsageError("test-impl", "no vector has that tcId");
 
   const char* tmp = std::getenv("TMPDIR");

@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "cli/common.h"
+#include "cli/decoded_output.h"
+#include "cli/upstream_vectors.h"
 
 namespace qd::cli {
 namespace {
@@ -36,6 +38,105 @@ std::string RefusingRule(const qd::Outcome& oracle) {
   return "";
 }
 
+Expectation ExpectationOf(const qd::harness::FormatEntry& reader, const qd::Outcome& oracle,
+                          const TestVector& v) {
+  if (oracle.refused) return {RefusingRule(oracle), {}, {}, reader.name};
+  if (reader.decode_refusal != nullptr) {
+    const qd::Outcome refusal =
+        reader.decode_refusal(qd::ByteView{v.bytes.data(), v.bytes.size()}, v.file, v.side_files);
+    if (refusal.refused) return {RefusingRule(refusal), {}, {}, reader.name};
+  }
+  // The file `quantdiff decode` writes from these tensors: the same writer,
+  // fed the oracle's values in plan order.
+  Expectation want{"", oracle.tensors, {}, reader.name};
+  SafetensorsF32Sink sink(
+      [&want](const void* data, std::size_t size) {
+        want.decoded_file.append(static_cast<const char*>(data), size);
+        return true;
+      },
+      "decoded.safetensors");
+  std::vector<qd::TensorInfo> plan;
+  for (const qd::DecodedTensor& t : oracle.tensors) plan.push_back({t.name, t.shape});
+  if (!sink.Plan(plan)) return {sink.finding() ? sink.finding()->rule : "", {}, {}};
+  for (std::size_t i = 0; i < oracle.tensors.size(); ++i) {
+    sink.Take({i, 0, oracle.tensors[i].values.data(), oracle.tensors[i].values.size()});
+  }
+  return want;
+}
+
+namespace {
+
+// Vector number TC_ID of FORMAT from G (built for RULE, "" valid): its file
+// name in the export, its side files as config discovery beside that name
+// finds them, and the oracle's reading. False with *error when the oracle
+// throws (a bug of quantdiff, not of the file).
+bool MakeVector(const qd::harness::FormatEntry& format, const std::string& rule,
+                const qd::harness::Generated& g, std::uint64_t tc_id, TestVector* v,
+                std::string* error) {
+  const std::string name(format.name);
+  v->tc_id = tc_id;
+  v->rule = rule;
+  // A file that comes with side files (a GPTQ config) gets a folder,
+  // FORMAT/ID/, with the file and its configs under their own names
+  // (config.json is read nested). The file is named so that config
+  // discovery beside it (FindSideFiles) finds exactly those configs, and
+  // the oracle is given them in discovery order: a reader that looks up
+  // the folder as `quantdiff check` does reads what the oracle read.
+  const std::string id = std::to_string(tc_id);
+  if (g.side_files.empty()) {
+    v->file = name + "/" + id + std::string(format.file_extension);
+  } else {
+    constexpr std::string_view kStemConfig = ".quantize_config.json";
+    std::string stem = "model";
+    for (const qd::SideFile& side : g.side_files) {
+      const std::string base = std::filesystem::path(side.name).filename().string();
+      if (base.size() > kStemConfig.size() &&
+          base.compare(base.size() - kStemConfig.size(), kStemConfig.size(), kStemConfig) == 0) {
+        stem = base.substr(0, base.size() - kStemConfig.size());
+      }
+    }
+    v->file = name + "/" + id + "/" + stem + ".safetensors";
+    for (const std::string& candidate : SideFileCandidates(v->file)) {
+      for (const qd::SideFile& side : g.side_files) {
+        if (name + "/" + id + "/" + std::filesystem::path(side.name).filename().string() == candidate) {
+          v->side_files.push_back({candidate, side.bytes});
+        }
+      }
+    }
+  }
+  v->bytes = g.bytes;
+  std::string read_error;
+  const std::optional<qd::Outcome> oracle =
+      SafeRead(format.oracle_read, qd::ByteView{v->bytes.data(), v->bytes.size()}, v->file,
+               v->side_files, &read_error);
+  if (!oracle) {
+    *error = name + " oracle failed on test " + id + ": " + read_error;
+    return false;
+  }
+  v->oracle = *oracle;
+  // As generated: a valid instance accepted; a violation refused by its
+  // rule, or (a warning rule) accepted with it.
+  bool as_generated = !v->oracle.refused;
+  if (!rule.empty()) {
+    as_generated = RefusingRule(v->oracle) == rule;
+    for (const qd::Finding& f : v->oracle.findings) {
+      if (!v->oracle.refused && f.rule == rule) as_generated = true;
+    }
+  }
+  v->comment = g.description;
+  if (!as_generated) {
+    v->relabelled = true;
+    v->comment += " (generated for " + (rule.empty() ? std::string("a valid file") : rule) +
+                  "; the oracle reads it otherwise)";
+  }
+  if (format.variants != nullptr && !v->oracle.refused) {
+    v->variants = format.variants(qd::ByteView{v->bytes.data(), v->bytes.size()});
+  }
+  return true;
+}
+
+}  // namespace
+
 bool BuildVectors(const qd::harness::FormatEntry& format, std::uint64_t count, std::uint64_t seed,
                   std::vector<TestVector>* out, std::string* error) {
   const std::string name(format.name);
@@ -49,66 +150,20 @@ bool BuildVectors(const qd::harness::FormatEntry& format, std::uint64_t count, s
       const qd::harness::Generated g =
           rule.empty() ? format.generate_valid(rng) : format.generate_violation(rule, rng);
       TestVector v;
-      v.tc_id = ++tc_id;
-      v.rule = rule;
-      // A file that comes with side files (a GPTQ config) gets a folder,
-      // FORMAT/ID/, with the file and its configs under their own names
-      // (config.json is read nested). The file is named so that config
-      // discovery beside it (FindSideFiles) finds exactly those configs, and
-      // the oracle is given them in discovery order: a reader that looks up
-      // the folder as `quantdiff check` does reads what the oracle read.
-      const std::string id = std::to_string(v.tc_id);
-      if (g.side_files.empty()) {
-        v.file = name + "/" + id + std::string(format.file_extension);
-      } else {
-        constexpr std::string_view kStemConfig = ".quantize_config.json";
-        std::string stem = "model";
-        for (const qd::SideFile& side : g.side_files) {
-          const std::string base = std::filesystem::path(side.name).filename().string();
-          if (base.size() > kStemConfig.size() &&
-              base.compare(base.size() - kStemConfig.size(), kStemConfig.size(), kStemConfig) == 0) {
-            stem = base.substr(0, base.size() - kStemConfig.size());
-          }
-        }
-        v.file = name + "/" + id + "/" + stem + ".safetensors";
-        for (const std::string& candidate : SideFileCandidates(v.file)) {
-          for (const qd::SideFile& side : g.side_files) {
-            if (name + "/" + id + "/" + std::filesystem::path(side.name).filename().string() == candidate) {
-              v.side_files.push_back({candidate, side.bytes});
-            }
-          }
-        }
-      }
-      v.bytes = g.bytes;
-      std::string read_error;
-      const std::optional<qd::Outcome> oracle = SafeRead(
-          format.oracle_read, qd::ByteView{v.bytes.data(), v.bytes.size()}, v.file, v.side_files,
-          &read_error);
-      if (!oracle) {
-        *error = name + " oracle failed on test " + id + ": " + read_error;
-        return false;
-      }
-      v.oracle = *oracle;
-      // As generated: a valid instance accepted; a violation refused by its
-      // rule, or (a warning rule) accepted with it.
-      bool as_generated = !v.oracle.refused;
-      if (!rule.empty()) {
-        as_generated = RefusingRule(v.oracle) == rule;
-        for (const qd::Finding& f : v.oracle.findings) {
-          if (!v.oracle.refused && f.rule == rule) as_generated = true;
-        }
-      }
-      v.comment = g.description;
-      if (!as_generated) {
-        v.relabelled = true;
-        v.comment += " (generated for " + (rule.empty() ? std::string("a valid file") : rule) +
-                     "; the oracle reads it otherwise)";
-      }
-      if (format.variants != nullptr && !v.oracle.refused) {
-        v.variants = format.variants(qd::ByteView{v.bytes.data(), v.bytes.size()});
-      }
+      if (!MakeVector(format, rule, g, ++tc_id, &v, error)) return false;
       out->push_back(std::move(v));
     }
+  }
+  // The upstream findings last, so the generated vectors keep their tcIds.
+  for (const UpstreamVector& u : UpstreamVectors()) {
+    if (u.format != format.name) continue;
+    qd::harness::Generated g;
+    g.bytes = u.Bytes();
+    g.description = std::string(u.description);
+    TestVector v;
+    if (!MakeVector(format, std::string(u.rule), g, ++tc_id, &v, error)) return false;
+    v.upstream.push_back({std::string(u.flag), std::string(u.upstream_does)});
+    out->push_back(std::move(v));
   }
   return true;
 }

@@ -2,9 +2,11 @@
 //
 // What `export-vectors` writes to a folder and what `test-impl` runs another
 // implementation on: the generators' valid instances, then one group per
-// rule they can break, each file read by the ORACLE (never the codec), which
-// gives the expected verdict, the flags and the expected decoded tensors.
-// The same seed builds the same vectors (the export is committed and diffed).
+// rule they can break, then the upstream findings of the format
+// (cli/upstream_vectors.h), each file read by the ORACLE (never the codec),
+// which gives the expected verdict, the flags and the expected decoded
+// tensors. The same seed builds the same vectors (the export is committed
+// and diffed).
 //
 //   std::vector<qd::cli::TestVector> vectors;
 //   if (!qd::cli::BuildVectors(format, 4, 1, &vectors, &error)) ...
@@ -12,6 +14,7 @@
 #define QUANTDIFF_CLI_VECTOR_SET_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,16 @@
 #include "quantdiff/plain_data.h"
 
 namespace qd::cli {
+
+// What an implementation may do with a vector when it decodes it, as
+// `quantdiff decode` does: refuse it with refusal_rule, or (refusal_rule
+// empty) write tensors, whose file is exactly decoded_file.
+struct Expectation {
+  std::string refusal_rule;
+  std::vector<qd::DecodedTensor> tensors;
+  std::string decoded_file;  // the F32 safetensors bytes of tensors
+  std::string_view reader;   // the format whose oracle read it (a registry name)
+};
 
 struct TestVector {
   std::uint64_t tc_id = 0;  // 1, 2, ... within the format
@@ -33,7 +46,21 @@ struct TestVector {
   bool relabelled = false;  // the oracle reads it otherwise than generated
   qd::Outcome oracle;       // verdict, findings and decoded tensors
   std::vector<qd::harness::VariantFlag> variants;  // of an accepted file
+  // Set for an upstream finding: what the upstream reader does with the file
+  // (flag and note), the group "UpstreamFinding" of the export.
+  std::vector<qd::harness::VariantFlag> upstream;
+  // Read from an exported folder (cli/vector_folder.h): the decode the
+  // export recorded, which stands in for ExpectationOf(oracle).
+  std::optional<Expectation> exported;
 };
+
+// The reading ORACLE (READER's oracle on V) as a decode: a refused file is
+// refused with its rule; a format quantdiff only recognises is refused by
+// `decode` even where `check` accepts it (rules.json REC-001); tensors a
+// safetensors header cannot hold are decode's refusal (ST-004/005/006,
+// cli/decoded_output.h); else the tensors and the file decode writes.
+Expectation ExpectationOf(const qd::harness::FormatEntry& reader, const qd::Outcome& oracle,
+                          const TestVector& v);
 
 // "invalid" (refused), "acceptable" (accepted with warnings) or "valid".
 std::string ResultOf(const qd::Outcome& oracle);

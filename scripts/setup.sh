@@ -7,7 +7,8 @@ packages=(cmake ninja-build g++ clang libclang-rt-14-dev librapidcheck-dev
           nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
           pkgconf nettle-dev
           # The report tests' validators (tests/cli/test_impl_test.cc,
-          # TestImplReports): xmllint, jsonschema, headless Chromium.
+          # TestImplReports): xmllint, jsonschema, headless Chromium;
+          # jsonschema also for corpus/vectors-schema.
           libxml2-utils python3-jsonschema chromium
           # The outside readers under test (README "Outside readers under
           # test"): examples/py_reader needs numpy, examples/torch_load torch

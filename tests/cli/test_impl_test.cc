@@ -1,5 +1,6 @@
 // test_impl_test.cc: `quantdiff test-impl` judging commands whose behaviour
-// the test knows (issue 13, the process protocol).
+// the test knows (issue 13, the process protocol), on the built-in vectors
+// and on an exported folder (--vectors), and the export's --gzip bundle.
 //
 // The expected counts come from the committed export (corpus/vectors/*.json,
 // written with test-impl's defaults: count 4, seed 1, so tcIds and results
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -117,7 +119,9 @@ TEST(TestImpl, QuantdiffDecodePassesEveryVectorOfEveryFormat) {
   const Json report = Json::parse(r.out);
   std::uint64_t exported = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(QD_SOURCE_DIR) / "corpus" / "vectors")) {
-    if (entry.path().extension() == ".json") exported += ExportedResults(entry.path().stem().string()).size();
+    if (entry.path().extension() == ".json" && entry.path().filename() != "schema.json") {
+      exported += ExportedResults(entry.path().stem().string()).size();
+    }
   }
   EXPECT_EQ(report["vectors"].get<std::uint64_t>(), exported);
   EXPECT_EQ(report["failed"].get<std::uint64_t>(), 0u);
@@ -167,12 +171,121 @@ TEST(TestImpl, AHangingCommandIsKilledAtTheTimeout) {
   EXPECT_LT(seconds, 20.0);  // killed, not waited for (30 s)
 }
 
+// --vectors DIR (issue 13 item 2) on a fresh export (one test a group, so
+// every format and rule at a fraction of the time): quantdiff's own decoder
+// passes every vector of the folder, judged by the results and expected
+// outputs recorded there.
+class ExportedFolder : public ::testing::Test {
+ protected:
+  static fs::path Dir() { return fs::path(QD_TEST_TMPDIR) / "export"; }
+  static void SetUpTestSuite() {
+    fs::remove_all(QD_TEST_TMPDIR);
+    fs::create_directories(QD_TEST_TMPDIR);
+    export_exit_ = Quantdiff({"export-vectors", "--count", "1", "--out", Dir().string()}).exit_code;
+  }
+  // Every test of the folder's FORMAT.json files: (format, tcId) -> result.
+  static std::map<std::pair<std::string, std::uint64_t>, std::string> Exported() {
+    std::map<std::pair<std::string, std::uint64_t>, std::string> tests;
+    for (const auto& entry : fs::directory_iterator(Dir())) {
+      if (entry.path().extension() != ".json" || entry.path().filename() == "schema.json") continue;
+      std::ifstream in(entry.path());
+      const Json doc = Json::parse(in);
+      for (const Json& group : doc["testGroups"]) {
+        for (const Json& test : group["tests"]) tests[{doc["algorithm"], test["tcId"]}] = test["result"];
+      }
+    }
+    return tests;
+  }
+  static int export_exit_;
+};
+int ExportedFolder::export_exit_ = -1;
+
+TEST_F(ExportedFolder, QuantdiffDecodePassesEveryExportedVector) {
+  ASSERT_EQ(export_exit_, 0);
+  const Result r = Quantdiff({"test-impl", "--cmd", Quote(QUANTDIFF_BIN) + " decode {input} --out {output}",
+                              "--vectors", Dir().string(), "--jobs", "2", "--report", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const Json report = Json::parse(r.out);
+  EXPECT_EQ(report["vectors"].get<std::uint64_t>(), Exported().size());
+  EXPECT_GT(Exported().size(), 150u);  // one per group of every format
+  EXPECT_EQ(report["failed"].get<std::uint64_t>(), 0u);
+}
+
+TEST_F(ExportedFolder, ARefuseEverythingCommandFailsExactlyTheAcceptedVectors) {
+  ASSERT_EQ(export_exit_, 0);
+  const Result r = Quantdiff({"test-impl", "--cmd", "false {input} {output}", "--format", "rbq",
+                              "--vectors", Dir().string(), "--report", "json"});
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  std::map<std::uint64_t, std::string> expected;
+  for (const auto& [key, result] : Exported()) {
+    if (key.first == "rbq" && result != "invalid") expected[key.second] = "refused-valid";
+  }
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(Failures(Json::parse(r.out), "rbq"), expected);
+}
+
+TEST_F(ExportedFolder, AnExpectedOutputChangedSinceTheExportIsAnIoError) {
+  ASSERT_EQ(export_exit_, 0);
+  const fs::path copy = fs::path(QD_TEST_TMPDIR) / "changed";
+  fs::remove_all(copy);
+  fs::copy(Dir(), copy, fs::copy_options::recursive);
+  std::ofstream(copy / "rbq" / "1.expected.safetensors", std::ios::app) << "x";
+  const std::string decode = Quote(QUANTDIFF_BIN) + " decode {input} --out {output}";
+  EXPECT_EQ(Quantdiff({"test-impl", "--cmd", decode, "--format", "rbq", "--vectors", copy.string()}).exit_code, 2);
+  EXPECT_EQ(Quantdiff({"test-impl", "--cmd", decode, "--vectors", (copy / "nothing").string()}).exit_code, 2);
+}
+
+// --gzip (README "Portable vectors"): one gzip-compressed ustar file that
+// the system's tar extracts into exactly the folder export, file for file.
+// One format (gptq: tcId folders with configs) keeps it quick; its files are
+// the folder export's gptq files.
+TEST_F(ExportedFolder, TheGzipBundleExtractsToTheFolderExport) {
+  ASSERT_EQ(export_exit_, 0);
+  const fs::path bundle = fs::path(QD_TEST_TMPDIR) / "vectors.tar.gz";
+  const std::vector<std::string> gzip_gptq = {"export-vectors", "--gzip", "--format", "gptq", "--count", "1", "--out"};
+  std::vector<std::string> args = gzip_gptq;
+  args.push_back(bundle.string());
+  ASSERT_EQ(Quantdiff(args).exit_code, 0);
+  std::ifstream in(bundle, std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(in), {}};
+  ASSERT_GT(bytes.size(), 10u);
+  EXPECT_EQ(bytes.substr(0, 3), std::string("\x1f\x8b\x08", 3));  // gzip, deflate (RFC 1952)
+  const fs::path extracted = fs::path(QD_TEST_TMPDIR) / "extracted";
+  fs::remove_all(extracted);
+  fs::create_directories(extracted);
+  const std::string tar = "tar -xzf " + Quote(bundle.string()) + " -C " + Quote(extracted.string());
+  ASSERT_EQ(std::system(tar.c_str()), 0) << tar;
+  auto files = [](const fs::path& root) {
+    std::map<std::string, std::string> contents;
+    for (const auto& entry : fs::recursive_directory_iterator(root)) {
+      if (!entry.is_regular_file()) continue;
+      const std::string name = fs::relative(entry.path(), root).string();
+      if (name != "schema.json" && name != "gptq.json" && name.rfind("gptq/", 0) != 0) continue;
+      std::ifstream f(entry.path(), std::ios::binary);
+      contents[name] = {std::istreambuf_iterator<char>(f), {}};
+    }
+    return contents;
+  };
+  const std::map<std::string, std::string> folder = files(Dir());
+  EXPECT_GT(folder.size(), 40u);  // 25 gptq tests, most with a config and an expected output
+  EXPECT_TRUE(files(extracted) == folder) << "the bundle's files differ from the folder export's";
+  // The same arguments write the same bundle.
+  const fs::path again = fs::path(QD_TEST_TMPDIR) / "again.tar.gz";
+  args = gzip_gptq;
+  args.push_back(again.string());
+  ASSERT_EQ(Quantdiff(args).exit_code, 0);
+  std::ifstream in_again(again, std::ios::binary);
+  EXPECT_TRUE(std::string(std::istreambuf_iterator<char>(in_again), {}) == bytes);
+}
+
 TEST(TestImpl, UsageErrorsExitTwo) {
   EXPECT_EQ(Quantdiff({"test-impl"}).exit_code, 2);
   EXPECT_EQ(Quantdiff({"test-impl", "--cmd", "cat {input}"}).exit_code, 2);  // no {output}
   EXPECT_EQ(Quantdiff({"test-impl", "--cmd", "true {input} {output}", "--only", "1"}).exit_code, 2);
   EXPECT_EQ(Quantdiff({"test-impl", "--cmd", "true {input} {output}", "--format", "nope"}).exit_code, 2);
   EXPECT_EQ(Quantdiff({"test-impl", "--cmd", "true {input} {output}", "--timeout", "0"}).exit_code, 2);
+  EXPECT_EQ(Quantdiff({"test-impl", "--cmd", "true {input} {output}", "--vectors", "x", "--seed", "2"}).exit_code, 2);
+  EXPECT_EQ(Quantdiff({"export-vectors", "--gzip"}).exit_code, 2);  // --gzip needs --out
 }
 
 #if QD_REPORT_TOOLS
