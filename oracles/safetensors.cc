@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -132,8 +133,11 @@ struct HeaderFacts {
   bool has_metadata = false;
   std::int32_t metadata_problem = -1;  // ST-006
   std::vector<std::pair<std::string, std::string>> metadata;
-  std::vector<ContainerTensor> tensors;  // header order
-  std::vector<EntryFacts> facts;         // beside tensors
+  // Header order. Deques: the count is known only at the end, and a
+  // vector growing by reallocation peaks at three times its entries (issue
+  // 9, section 3: a header of 1M tiny entries).
+  std::deque<ContainerTensor> tensors;
+  std::deque<EntryFacts> facts;  // beside tensors
   std::vector<EntryProblem> problems;
 };
 
@@ -486,8 +490,15 @@ bool CheckContainer(qd::ByteView file, const std::string& file_name, qd::Outcome
   if (!CheckDataOffsets(facts, by_name, report)) return false;    // ST-009
   if (!CheckByteLengths(facts, by_name, report)) return false;    // ST-010
 
-  std::vector<ContainerTensor> tensors = std::move(facts.tensors);
   by_name = {};
+  facts.facts = {};
+  // Moved out of the deque a block at a time, so the entries are held once.
+  std::vector<ContainerTensor> tensors;
+  tensors.reserve(facts.tensors.size());
+  while (!facts.tensors.empty()) {
+    tensors.push_back(std::move(facts.tensors.front()));
+    facts.tensors.pop_front();
+  }
   facts = HeaderFacts{};
   std::sort(tensors.begin(), tensors.end(), DataOrder);
   std::uint64_t last_end = 0;
@@ -556,6 +567,11 @@ bool StreamFloatTensor(qd::ByteView file, const Container& container, const Cont
 void StreamFloatTensors(qd::ByteView file, const Container& container, qd::TensorSink& sink) {
   std::vector<const ContainerTensor*> floats;
   std::vector<qd::TensorInfo> plan;
+  const std::size_t float_count = static_cast<std::size_t>(std::count_if(
+      container.tensors.begin(), container.tensors.end(),
+      [](const ContainerTensor& tensor) { return IsFloatDtype(tensor.dtype); }));
+  floats.reserve(float_count);  // sized once: no reallocation peak
+  plan.reserve(float_count);
   for (const ContainerTensor& tensor : container.tensors) {
     if (!IsFloatDtype(tensor.dtype)) continue;
     floats.push_back(&tensor);
