@@ -135,7 +135,8 @@ struct HeaderFacts {
   std::vector<std::pair<std::string, std::string>> metadata;
   // Header order. Deques: the count is known only at the end, and a
   // vector growing by reallocation peaks at three times its entries (issue
-  // 9, section 3: a header of 1M tiny entries).
+  // 9, section 3: a header of 1M tiny entries); Container::tensors takes
+  // this one over.
   std::deque<ContainerTensor> tensors;
   std::deque<EntryFacts> facts;  // beside tensors
   std::vector<EntryProblem> problems;
@@ -416,7 +417,7 @@ bool DataOrder(const ContainerTensor& a, const ContainerTensor& b) {
 }
 
 // ST-011: the tensors cover the data contiguously from offset 0.
-bool CheckDataLayout(Reporter& report, const std::vector<ContainerTensor>& tensors,
+bool CheckDataLayout(Reporter& report, const std::deque<ContainerTensor>& tensors,
                      std::uint64_t* last_end) {
   std::uint64_t expected = 0;
   for (const ContainerTensor& tensor : tensors) {
@@ -437,7 +438,7 @@ bool CheckDataLayout(Reporter& report, const std::vector<ContainerTensor>& tenso
 }
 
 // ST-012 / ST-013: the data section is exactly as long as the last end.
-bool CheckDataLength(qd::ByteView file, Reporter& report, const std::vector<ContainerTensor>& tensors,
+bool CheckDataLength(qd::ByteView file, Reporter& report, const std::deque<ContainerTensor>& tensors,
                      std::uint64_t header_size, std::uint64_t last_end) {
   const std::uint64_t data_start = 8 + header_size;
   const std::uint64_t data_length = static_cast<std::uint64_t>(file.size) - data_start;
@@ -490,15 +491,8 @@ bool CheckContainer(qd::ByteView file, const std::string& file_name, qd::Outcome
   if (!CheckDataOffsets(facts, by_name, report)) return false;    // ST-009
   if (!CheckByteLengths(facts, by_name, report)) return false;    // ST-010
 
+  std::deque<ContainerTensor> tensors = std::move(facts.tensors);
   by_name = {};
-  facts.facts = {};
-  // Moved out of the deque a block at a time, so the entries are held once.
-  std::vector<ContainerTensor> tensors;
-  tensors.reserve(facts.tensors.size());
-  while (!facts.tensors.empty()) {
-    tensors.push_back(std::move(facts.tensors.front()));
-    facts.tensors.pop_front();
-  }
   facts = HeaderFacts{};
   std::sort(tensors.begin(), tensors.end(), DataOrder);
   std::uint64_t last_end = 0;
