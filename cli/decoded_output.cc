@@ -34,14 +34,19 @@ qd::Finding OutputFinding(std::string rule, std::string output_name, std::string
 SafetensorsF32Sink::SafetensorsF32Sink(ByteWriter write, std::string output_name)
     : write_(std::move(write)), output_name_(std::move(output_name)) {}
 
-std::optional<qd::Finding> BuildOutputHeader(const std::vector<qd::codec::TensorToWrite>& tensors,
-                                             const qd::codec::MetadataList* metadata,
-                                             const std::string& output_name, std::string* header) {
-  // The names a safetensors header cannot hold, in the catalogue's order so
-  // the finding is the one `check` would give the written file.
-  for (const qd::codec::TensorToWrite& t : tensors) {
-    if (qd::reports::ValidUtf8(t.name) != t.name) {
-      return OutputFinding("ST-004", output_name, qd::reports::ValidUtf8(t.name),
+namespace {
+
+// The names a safetensors header cannot hold, in the catalogue's order so
+// the finding is the one `check` would give the written file: COUNT tensor
+// names, NAME_OF(i) the i-th, and the metadata.
+template <class NameOf>
+std::optional<qd::Finding> UnwritableNameFinding(std::size_t count, NameOf name_of,
+                                                 const qd::codec::MetadataList* metadata,
+                                                 const std::string& output_name) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string_view name = name_of(i);
+    if (qd::reports::ValidUtf8(name) != name) {
+      return OutputFinding("ST-004", output_name, qd::reports::ValidUtf8(name),
                            "a tensor's name is not valid UTF-8, which a safetensors header "
                            "(JSON) cannot hold; nothing written");
     }
@@ -57,46 +62,101 @@ std::optional<qd::Finding> BuildOutputHeader(const std::vector<qd::codec::Tensor
       }
     }
   }
-  // Sorted views, not a set of nodes: 16 bytes a name (issue 9, section 3).
-  std::vector<std::string_view> names;
-  names.reserve(tensors.size());
-  for (const qd::codec::TensorToWrite& t : tensors) names.push_back(t.name);
-  std::sort(names.begin(), names.end());
-  if (const auto twice = std::adjacent_find(names.begin(), names.end()); twice != names.end()) {
-    return OutputFinding("ST-005", output_name, std::string(*twice),
+  // Tensor numbers sorted by name, not a set of name copies: 4 bytes a
+  // name (issue 9, section 3).
+  std::vector<std::uint32_t> by_name(count);
+  for (std::size_t i = 0; i < count; ++i) by_name[i] = static_cast<std::uint32_t>(i);
+  std::sort(by_name.begin(), by_name.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return name_of(a) < name_of(b); });
+  const auto twice = std::adjacent_find(by_name.begin(), by_name.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return name_of(a) == name_of(b);
+  });
+  if (twice != by_name.end()) {
+    return OutputFinding("ST-005", output_name, std::string(name_of(*twice)),
                          "two tensors have this name; a safetensors header holds each key "
                          "once; nothing written");
   }
-  if (std::binary_search(names.begin(), names.end(), std::string_view("__metadata__"))) {
+  const auto reserved = std::lower_bound(
+      by_name.begin(), by_name.end(), std::string_view("__metadata__"),
+      [&](std::uint32_t a, std::string_view key) { return name_of(a) < key; });
+  if (reserved != by_name.end() && name_of(*reserved) == "__metadata__") {
     return OutputFinding("ST-006", output_name, "__metadata__",
                          "a tensor is named __metadata__, the key a safetensors header keeps "
                          "for string metadata; nothing written");
   }
-  *header = qd::codec::BuildHeader(tensors, metadata);
-  if (header->size() - 8 > kMaxHeaderBytes) {
-    qd::Finding f = OutputFinding("ST-002", output_name, "",
-                                  "the header would be " + std::to_string(header->size() - 8) +
-                                      " bytes, over the safetensors limit of 100,000,000; "
-                                      "nothing written");
-    f.field = "header_length";
-    return f;
-  }
   return std::nullopt;
 }
 
-bool SafetensorsF32Sink::Plan(const std::vector<qd::TensorInfo>& tensors) {
-  std::vector<qd::codec::TensorToWrite> specs;
-  specs.reserve(tensors.size());
-  for (const qd::TensorInfo& t : tensors) {
-    std::uint64_t count = 1;
-    for (std::uint64_t d : t.shape) count *= d;  // the codec checked it fits
-    specs.push_back({t.name, "F32", t.shape, count * 4});
+// ST-002 for a header of PADDED_LENGTH bytes (the length prefix's value).
+std::optional<qd::Finding> HeaderLengthFinding(std::uint64_t padded_length,
+                                               const std::string& output_name) {
+  if (padded_length <= kMaxHeaderBytes) return std::nullopt;
+  qd::Finding f = OutputFinding("ST-002", output_name, "",
+                                "the header would be " + std::to_string(padded_length) +
+                                    " bytes, over the safetensors limit of 100,000,000; "
+                                    "nothing written");
+  f.field = "header_length";
+  return f;
+}
+
+}  // namespace
+
+std::optional<qd::Finding> BuildOutputHeader(const std::vector<qd::codec::TensorToWrite>& tensors,
+                                             const qd::codec::MetadataList* metadata,
+                                             const std::string& output_name, std::string* header) {
+  if (std::optional<qd::Finding> f = UnwritableNameFinding(
+          tensors.size(), [&](std::size_t i) { return std::string_view(tensors[i].name); },
+          metadata, output_name)) {
+    return f;
   }
-  std::string header;
-  finding_ = BuildOutputHeader(specs, nullptr, output_name_, &header);
+  *header = qd::codec::BuildHeader(tensors, metadata);
+  return HeaderLengthFinding(header->size() - 8, output_name);
+}
+
+bool SafetensorsF32Sink::Plan(const std::vector<qd::TensorInfo>& tensors) {
+  finding_ = UnwritableNameFinding(
+      tensors.size(), [&](std::size_t i) { return std::string_view(tensors[i].name); }, nullptr,
+      output_name_);
+  if (finding_) return false;
+  // The names are distinct and there is no metadata, so the header is
+  // BuildHeader's text member by member in plan order; it is written in
+  // pieces, never held whole (issue 9, section 3: a plan of 1M tiny
+  // tensors made a 60 MB header, built in memory with its index beside it).
+  // MEMBER(i, offset, out) appends member i, its data at OFFSET.
+  auto member = [&](std::size_t i, std::uint64_t offset, std::string* out) {
+    std::uint64_t count = 1;
+    for (std::uint64_t d : tensors[i].shape) count *= d;  // the codec checked it fits
+    if (i != 0) out->push_back(',');
+    *out += qd::codec::HeaderKeyJson(tensors[i].name);
+    out->push_back(':');
+    qd::codec::AppendHeaderEntryJson(out, "F32", tensors[i].shape, offset, offset + 4 * count);
+    return 4 * count;
+  };
+  std::string piece;
+  std::uint64_t text_size = 2;  // the braces
+  for (std::uint64_t i = 0, offset = 0; i < tensors.size(); ++i) {
+    piece.clear();
+    offset += member(i, offset, &piece);
+    text_size += piece.size();
+  }
+  const std::uint64_t padded = text_size + (8 - text_size % 8) % 8;  // ST-102 padding
+  finding_ = HeaderLengthFinding(padded, output_name_);
   if (finding_) return false;
   tensors_ = tensors.size();
-  return write_(header.data(), header.size());
+  constexpr std::size_t kPieceBytes = std::size_t{1} << 20;
+  piece.clear();
+  for (int b = 0; b < 8; ++b) piece.push_back(static_cast<char>((padded >> (8 * b)) & 0xff));
+  piece.push_back('{');
+  for (std::uint64_t i = 0, offset = 0; i < tensors.size(); ++i) {
+    offset += member(i, offset, &piece);
+    if (piece.size() >= kPieceBytes) {
+      if (!write_(piece.data(), piece.size())) return false;
+      piece.clear();
+    }
+  }
+  piece.push_back('}');
+  piece.append(padded - text_size, ' ');
+  return write_(piece.data(), piece.size());
 }
 
 bool SafetensorsF32Sink::Take(const qd::TensorChunk& chunk) {

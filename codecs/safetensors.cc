@@ -581,6 +581,11 @@ bool StreamFloatTensor(const Container& container, const TensorEntry& tensor,
 
 bool StreamFloatTensors(const Container& container, TensorSink& sink) {
   std::vector<TensorInfo> plan;
+  // Sized once: a vector grown by reallocation peaks at three times its
+  // entries (issue 9, section 3).
+  plan.reserve(static_cast<std::size_t>(std::count_if(
+      container.tensors.begin(), container.tensors.end(),
+      [](const TensorEntry& t) { return IsFloatDtype(t.dtype); })));
   for (const TensorEntry& t : container.tensors) {
     if (IsFloatDtype(t.dtype)) plan.push_back({t.name, t.shape});
   }
@@ -623,7 +628,7 @@ class JsonObjectWriter {
     bool first = true;
     for (std::size_t i = 0; i < members_.size(); ++i) {
       if (value_of_[i] == kDropped) continue;
-      size += (first ? 0 : 1) + nlohmann::json(members_[i].key).dump().size() + 1 +
+      size += (first ? 0 : 1) + HeaderKeyJson(members_[i].key).size() + 1 +
               members_[value_of_[i]].value_size;
       first = false;
     }
@@ -637,7 +642,7 @@ class JsonObjectWriter {
       if (value_of_[i] == kDropped) continue;
       if (!first) out->push_back(',');
       first = false;
-      out->append(nlohmann::json(members_[i].key).dump()).push_back(':');
+      out->append(HeaderKeyJson(members_[i].key)).push_back(':');
       const Member& value = members_[value_of_[i]];
       out->append(values_, value.value_begin, value.value_size);
     }
@@ -680,16 +685,31 @@ class JsonObjectWriter {
   std::vector<std::size_t> value_of_;
 };
 
-std::string JsonUnsignedArray(const std::vector<std::uint64_t>& values) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i != 0) out.push_back(',');
-    out += std::to_string(values[i]);
+void AppendUnsignedArray(std::string* out, const std::uint64_t* values, std::size_t count) {
+  out->push_back('[');
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i != 0) out->push_back(',');
+    *out += std::to_string(values[i]);
   }
-  return out + "]";
+  out->push_back(']');
 }
 
 }  // namespace
+
+std::string HeaderKeyJson(std::string_view key) { return nlohmann::json(key).dump(); }
+
+void AppendHeaderEntryJson(std::string* out, std::string_view dtype,
+                           const std::vector<std::uint64_t>& shape, std::uint64_t begin,
+                           std::uint64_t end) {
+  *out += "{\"dtype\":";
+  *out += nlohmann::json(dtype).dump();
+  *out += ",\"shape\":";
+  AppendUnsignedArray(out, shape.data(), shape.size());
+  *out += ",\"data_offsets\":";
+  const std::uint64_t offsets[2] = {begin, end};
+  AppendUnsignedArray(out, offsets, 2);
+  out->push_back('}');
+}
 
 std::string BuildHeader(const std::vector<TensorToWrite>& tensors,
                         const MetadataList* metadata) {
@@ -701,10 +721,9 @@ std::string BuildHeader(const std::vector<TensorToWrite>& tensors,
   }
   std::uint64_t offset = 0;
   for (const TensorToWrite& t : tensors) {
-    header.Set(t.name, "{\"dtype\":" + nlohmann::json(t.dtype).dump() +
-                           ",\"shape\":" + JsonUnsignedArray(t.shape) +
-                           ",\"data_offsets\":" +
-                           JsonUnsignedArray({offset, offset + t.byte_size}) + "}");
+    std::string entry;
+    AppendHeaderEntryJson(&entry, t.dtype, t.shape, offset, offset + t.byte_size);
+    header.Set(t.name, entry);
     offset += t.byte_size;
   }
   const std::size_t text_size = header.TextSize();

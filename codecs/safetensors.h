@@ -134,6 +134,15 @@ using MetadataList = std::vector<std::pair<std::string, std::string>>;
 // The 8 length bytes and the padded JSON header.
 std::string BuildHeader(const std::vector<TensorToWrite>& tensors,
                         const MetadataList* metadata);
+// The pieces of BuildHeader's text, for a writer that hands a header of
+// many tensors over in pieces instead of holding it (cli's decode output,
+// issue 9 section 3): a member's key (a JSON string, nlohmann's escaping),
+// and a tensor entry's value {"dtype":..,"shape":[..],"data_offsets":[b,e]}
+// appended to *out.
+std::string HeaderKeyJson(std::string_view key);
+void AppendHeaderEntryJson(std::string* out, std::string_view dtype,
+                           const std::vector<std::uint64_t>& shape, std::uint64_t begin,
+                           std::uint64_t end);
 struct TensorWithBytes {
   TensorToWrite spec;
   std::vector<std::uint8_t> bytes;

@@ -221,13 +221,19 @@ void NameSiblings(Layer* layer) {
 
 TensorIndex IndexOf(const BnbTable& table) {
   TensorIndex index;
-  for (const BnbTensor& tensor : table.tensors) index[tensor.name] = &tensor;
+  index.reserve(table.tensors.size());
+  for (const BnbTensor& tensor : table.tensors) index.push_back(&tensor);
+  // Stable: of two tensors of one name, the later in the table answers.
+  std::stable_sort(index.begin(), index.end(),
+                   [](const BnbTensor* a, const BnbTensor* b) { return a->name < b->name; });
   return index;
 }
 
 const BnbTensor* Find(const TensorIndex& index, const std::string& name) {
-  const auto it = index.find(name);
-  return it == index.end() ? nullptr : it->second;
+  const auto after = std::upper_bound(index.begin(), index.end(), name,
+                                      [](const std::string& n, const BnbTensor* t) { return n < t->name; });
+  if (after == index.begin() || (*(after - 1))->name != name) return nullptr;
+  return *(after - 1);
 }
 
 const std::string* FindMetadata(const BnbTable& table, std::string_view key) {
@@ -466,16 +472,17 @@ struct Output {
 // ---------------------------------------------------------------------------
 // Section 10: the tables and the readers.
 
-BnbTable BnbTableFromMerged(const MergedTable& merged) {
+BnbTable BnbTableFromMerged(MergedTable merged) {
   BnbTable table;
   table.header_offset = kSafetensorsHeaderOffset;
   table.has_metadata = merged.has_metadata;
-  table.metadata = merged.metadata;
-  for (const TableTensor& source : merged.tensors) {
+  table.metadata = std::move(merged.metadata);
+  table.tensors.reserve(merged.tensors.size());  // sized once: no reallocation peak
+  for (TableTensor& source : merged.tensors) {
     BnbTensor tensor;
-    tensor.name = source.name;
-    tensor.dtype = source.dtype;
-    tensor.shape = source.shape;
+    tensor.name = std::move(source.name);
+    tensor.dtype = std::move(source.dtype);
+    tensor.shape = std::move(source.shape);
     tensor.element_count = source.element_count;
     tensor.byte_length = source.end - source.begin;
     tensor.shard = source.shard;

@@ -147,8 +147,10 @@ struct BnbTable {
 // The tensors point into file.
 BnbTable BnbTableFromContainer(qd::ByteView file, Container container);
 // The table of a model directory's merged shards (docs/model_dir.md 4): each
-// tensor's bytes and byte offsets are its shard's.
-BnbTable BnbTableFromMerged(const MergedTable& merged);
+// tensor's bytes and byte offsets are its shard's. The merged table is
+// taken over (its names and shapes move: the records are held once, issue
+// 9 section 3); pass a copy to keep it.
+BnbTable BnbTableFromMerged(MergedTable merged);
 
 // Detection over a table: at least one layer of the "Layers" table or a
 // list-layout state (the table of a .pt file or of a model directory's

@@ -110,8 +110,9 @@ struct Layer {
 
 constexpr std::string_view kBlockwise8Key = "bnb_blockwise8_quant_state";
 
-// The table's tensors by name.
-using TensorIndex = std::map<std::string, const BnbTensor*>;
+// The table's tensors sorted by name (8 bytes a tensor, not a tree node
+// holding a copy of its name: issue 9, section 3); Find looks one up.
+using TensorIndex = std::vector<const BnbTensor*>;
 
 const BnbTensor* Find(const TensorIndex& index, const std::string& name);
 const std::string* FindMetadata(const BnbTable& table, std::string_view key);

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -132,8 +133,12 @@ struct HeaderFacts {
   bool has_metadata = false;
   std::int32_t metadata_problem = -1;  // ST-006
   std::vector<std::pair<std::string, std::string>> metadata;
-  std::vector<ContainerTensor> tensors;  // header order
-  std::vector<EntryFacts> facts;         // beside tensors
+  // Header order. Deques: the count is known only at the end, and a
+  // vector growing by reallocation peaks at three times its entries (issue
+  // 9, section 3: a header of 1M tiny entries); Container::tensors takes
+  // this one over.
+  std::deque<ContainerTensor> tensors;
+  std::deque<EntryFacts> facts;  // beside tensors
   std::vector<EntryProblem> problems;
 };
 
@@ -412,7 +417,7 @@ bool DataOrder(const ContainerTensor& a, const ContainerTensor& b) {
 }
 
 // ST-011: the tensors cover the data contiguously from offset 0.
-bool CheckDataLayout(Reporter& report, const std::vector<ContainerTensor>& tensors,
+bool CheckDataLayout(Reporter& report, const std::deque<ContainerTensor>& tensors,
                      std::uint64_t* last_end) {
   std::uint64_t expected = 0;
   for (const ContainerTensor& tensor : tensors) {
@@ -433,7 +438,7 @@ bool CheckDataLayout(Reporter& report, const std::vector<ContainerTensor>& tenso
 }
 
 // ST-012 / ST-013: the data section is exactly as long as the last end.
-bool CheckDataLength(qd::ByteView file, Reporter& report, const std::vector<ContainerTensor>& tensors,
+bool CheckDataLength(qd::ByteView file, Reporter& report, const std::deque<ContainerTensor>& tensors,
                      std::uint64_t header_size, std::uint64_t last_end) {
   const std::uint64_t data_start = 8 + header_size;
   const std::uint64_t data_length = static_cast<std::uint64_t>(file.size) - data_start;
@@ -486,7 +491,7 @@ bool CheckContainer(qd::ByteView file, const std::string& file_name, qd::Outcome
   if (!CheckDataOffsets(facts, by_name, report)) return false;    // ST-009
   if (!CheckByteLengths(facts, by_name, report)) return false;    // ST-010
 
-  std::vector<ContainerTensor> tensors = std::move(facts.tensors);
+  std::deque<ContainerTensor> tensors = std::move(facts.tensors);
   by_name = {};
   facts = HeaderFacts{};
   std::sort(tensors.begin(), tensors.end(), DataOrder);
@@ -556,6 +561,11 @@ bool StreamFloatTensor(qd::ByteView file, const Container& container, const Cont
 void StreamFloatTensors(qd::ByteView file, const Container& container, qd::TensorSink& sink) {
   std::vector<const ContainerTensor*> floats;
   std::vector<qd::TensorInfo> plan;
+  const std::size_t float_count = static_cast<std::size_t>(std::count_if(
+      container.tensors.begin(), container.tensors.end(),
+      [](const ContainerTensor& tensor) { return IsFloatDtype(tensor.dtype); }));
+  floats.reserve(float_count);  // sized once: no reallocation peak
+  plan.reserve(float_count);
   for (const ContainerTensor& tensor : container.tensors) {
     if (!IsFloatDtype(tensor.dtype)) continue;
     floats.push_back(&tensor);
