@@ -14,6 +14,9 @@
 # process, and still a unit a failure names (ctest -R Suite; the test
 # program itself with --gtest_filter=Suite.Case for one case).
 #
+# A suite whose name starts with Nightly is not registered: it is one that
+# takes minutes by design, and scripts/nightly runs it (--gtest_filter).
+#
 # A suite in which a case calls GTEST_SKIP shows as skipped, not passed
 # (SKIP_REGULAR_EXPRESSION on gtest's "[  SKIPPED ]"): no skip counts as a
 # pass.

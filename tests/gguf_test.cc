@@ -269,7 +269,7 @@ TEST(Gguf, UpstreamGgmlFindingsAsTheContractSays) {
   const std::map<std::string, std::string> kRules = {{"count-wraps-2e64", "GGUF-014"},
                                                      {"data-alloc-abort", "GGUF-018"}};
   int files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(QD_SOURCE_DIR) + "/corpus/upstream/ggml/gguf")) {
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(QD_SOURCE_DIR) / "corpus/upstream/ggml/gguf")) {
     const std::string name = e.path().filename().string();
     const std::string stem = name.substr(0, name.rfind('-'));
     ASSERT_TRUE(kRules.count(stem)) << name << " has no expected rule";
