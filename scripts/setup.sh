@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev librapidcheck-dev
           nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
           pkgconf nettle-dev
+          # scripts/test builds through it when present: reruns compile what changed.
+          ccache
           # The report tests' validators (tests/cli/test_impl_test.cc,
           # TestImplReports): xmllint, jsonschema, headless Chromium;
           # jsonschema also for corpus/vectors-schema.
