@@ -486,14 +486,32 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
                              : std::to_string(bits / 8)));
     }
   }
-  by_name = {};
   sax.facts = {};
-  std::sort(tensors.begin(), tensors.end(),
-            [](const TensorEntry& a, const TensorEntry& b) {
-              if (a.begin != b.begin) return a.begin < b.begin;
-              if (a.end != b.end) return a.end < b.end;
-              return a.name < b.name;
-            });
+  // Data order for ST-011: by (begin, end), ties by name. by_name is in name
+  // order already, so a stable sort of it by the offsets compares integers
+  // only (sorting the entries themselves compared names of a million
+  // zero-size tensors, a third of `check`'s time on such a header).
+  std::stable_sort(by_name.begin(), by_name.end(), [&](std::uint32_t a, std::uint32_t b) {
+    if (tensors[a].begin != tensors[b].begin) return tensors[a].begin < tensors[b].begin;
+    return tensors[a].end < tensors[b].end;
+  });
+  // tensors[k] = old tensors[by_name[k]], in place along each cycle (a
+  // second vector of entries would double the records' peak); a finished
+  // slot is marked by by_name[j] = j.
+  for (std::uint32_t k = 0; k < by_name.size(); ++k) {
+    if (by_name[k] == k) continue;
+    TensorEntry held = std::move(tensors[k]);
+    std::uint32_t j = k;
+    while (by_name[j] != k) {
+      const std::uint32_t next = by_name[j];
+      tensors[j] = std::move(tensors[next]);
+      by_name[j] = j;
+      j = next;
+    }
+    tensors[j] = std::move(held);
+    by_name[j] = j;
+  }
+  by_name = {};
   const std::uint64_t data_start = 8 + n;
   std::uint64_t expected = 0;
   for (const TensorEntry& t : tensors) {  // ST-011
