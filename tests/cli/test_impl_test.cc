@@ -36,6 +36,12 @@ std::string Quote(const std::string& s) {
   return q + "'";
 }
 
+// The whole file at PATH ("" when it cannot be read).
+std::string Slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 struct Result {
   int exit_code = -1;
   std::string out;
@@ -248,8 +254,7 @@ TEST_F(ExportedFolder, TheGzipBundleExtractsToTheFolderExport) {
   std::vector<std::string> args = gzip_gptq;
   args.push_back(bundle.string());
   ASSERT_EQ(Quantdiff(args).exit_code, 0);
-  std::ifstream in(bundle, std::ios::binary);
-  const std::string bytes{std::istreambuf_iterator<char>(in), {}};
+  const std::string bytes = Slurp(bundle);
   ASSERT_GT(bytes.size(), 10u);
   EXPECT_EQ(bytes.substr(0, 3), std::string("\x1f\x8b\x08", 3));  // gzip, deflate (RFC 1952)
   const fs::path extracted = fs::path(QD_TEST_TMPDIR) / "extracted";
@@ -263,8 +268,7 @@ TEST_F(ExportedFolder, TheGzipBundleExtractsToTheFolderExport) {
       if (!entry.is_regular_file()) continue;
       const std::string name = fs::relative(entry.path(), root).string();
       if (name != "schema.json" && name != "gptq.json" && name.rfind("gptq/", 0) != 0) continue;
-      std::ifstream f(entry.path(), std::ios::binary);
-      contents[name] = {std::istreambuf_iterator<char>(f), {}};
+      contents[name] = Slurp(entry.path());
     }
     return contents;
   };
@@ -276,8 +280,7 @@ TEST_F(ExportedFolder, TheGzipBundleExtractsToTheFolderExport) {
   args = gzip_gptq;
   args.push_back(again.string());
   ASSERT_EQ(Quantdiff(args).exit_code, 0);
-  std::ifstream in_again(again, std::ios::binary);
-  EXPECT_TRUE(std::string(std::istreambuf_iterator<char>(in_again), {}) == bytes);
+  EXPECT_TRUE(Slurp(again) == bytes);
 }
 
 TEST(TestImpl, UsageErrorsExitTwo) {
@@ -342,11 +345,6 @@ std::set<std::uint64_t> AcceptedRbqVectors() {
     if (v.result != "invalid") ids.insert(id);
   }
   return ids;
-}
-
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 std::size_t Occurrences(const std::string& text, const std::string& what) {
