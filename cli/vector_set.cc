@@ -57,7 +57,7 @@ Expectation ExpectationOf(const qd::harness::FormatEntry& reader, const qd::Outc
       "decoded.safetensors");
   std::vector<qd::TensorInfo> plan;
   for (const qd::DecodedTensor& t : oracle.tensors) plan.push_back({t.name, t.shape});
-  if (!sink.Plan(plan)) return {sink.finding() ? sink.finding()->rule : "", {}, {}};
+  if (!sink.Plan(plan)) return {sink.finding() ? sink.finding()->rule : "", {}, {}, reader.name};
   for (std::size_t i = 0; i < oracle.tensors.size(); ++i) {
     sink.Take({i, 0, oracle.tensors[i].values.data(), oracle.tensors[i].values.size()});
   }

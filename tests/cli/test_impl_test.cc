@@ -92,16 +92,6 @@ std::map<std::uint64_t, ExportedVector> ExportedVectors(const std::string& forma
   return vectors;
 }
 
-// The committed export of FORMAT: every test object of every group.
-std::vector<Json> ExportedTests(const std::string& format) {
-  const Json doc = ExportedDocument(format);
-  std::vector<Json> tests;
-  for (const Json& group : doc["testGroups"]) {
-    for (const Json& test : group["tests"]) tests.push_back(test);
-  }
-  return tests;
-}
-
 // tcId -> result ("valid", "acceptable", "invalid").
 std::map<std::uint64_t, std::string> ExportedResults(const std::string& format) {
   std::map<std::uint64_t, std::string> results;
@@ -497,6 +487,16 @@ TEST(TestImplReports, HtmlLoadsInChromiumWithNoConsoleMessageAndShowsTheMatrixAn
 #endif  // QD_REPORT_TOOLS
 
 #ifdef QD_PY_READER_TESTS
+// The committed export of FORMAT: every test object of every group.
+std::vector<Json> ExportedTests(const std::string& format) {
+  const Json doc = ExportedDocument(format);
+  std::vector<Json> tests;
+  for (const Json& group : doc["testGroups"]) {
+    for (const Json& test : group["tests"]) tests.push_back(test);
+  }
+  return tests;
+}
+
 // examples/py_reader: bitsandbytes and GPTQ read from the contracts in
 // Python with numpy only, and the same reader with one planted fault.
 std::string PyReader(const std::string& broken) {
