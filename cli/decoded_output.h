@@ -48,7 +48,8 @@ class SafetensorsF32Sink : public qd::TensorSink {
 
   // Refuses (false, finding() set) what BuildOutputHeader refuses; else
   // writes the header.
-  bool Plan(const std::vector<qd::TensorInfo>& tensors) override;
+  using TensorSink::Plan;
+  bool Plan(const qd::TensorPlan& tensors) override;
   bool Take(const qd::TensorChunk& chunk) override;
 
   // The reason Plan refused, as a finding about the output file.

@@ -653,7 +653,8 @@ qd::Outcome CheckModelDir(const qd::ModelDirListing& listing, ModelDirRead* read
   // A sink that declines the plan: the readers stop before decoding.
   class Declining : public TensorSink {
    public:
-    bool Plan(const std::vector<TensorInfo>&) override { return false; }
+    using TensorSink::Plan;
+    bool Plan(const TensorPlan&) override { return false; }
     bool Take(const TensorChunk&) override { return false; }
   } declining;
   return StreamModelDir(listing, declining, read, BestKernel(), options);

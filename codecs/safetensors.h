@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -141,7 +142,7 @@ std::string BuildHeader(const std::vector<TensorToWrite>& tensors,
 // appended to *out.
 std::string HeaderKeyJson(std::string_view key);
 void AppendHeaderEntryJson(std::string* out, std::string_view dtype,
-                           const std::vector<std::uint64_t>& shape, std::uint64_t begin,
+                           std::span<const std::uint64_t> shape, std::uint64_t begin,
                            std::uint64_t end);
 struct TensorWithBytes {
   TensorToWrite spec;

@@ -1,9 +1,11 @@
 #include "harness/differ.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <span>
 
 namespace qd::harness {
 namespace {
@@ -21,13 +23,25 @@ const qd::Finding* FirstError(const qd::Outcome& o) {
   return nullptr;
 }
 
-std::string ShapeText(const std::vector<std::uint64_t>& shape) {
+std::string ShapeText(std::span<const std::uint64_t> shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) {
     s += (i ? "," : "") + std::to_string(shape[i]);
   }
   return s + "]";
 }
+
+// A reader's decoded tensors seen as the plan that announced them.
+class DecodedPlan final : public qd::TensorPlan {
+ public:
+  explicit DecodedPlan(const std::vector<qd::DecodedTensor>& tensors) : tensors_(tensors) {}
+  std::size_t size() const override { return tensors_.size(); }
+  std::string_view name(std::size_t i) const override { return tensors_[i].name; }
+  std::span<const std::uint64_t> shape(std::size_t i) const override { return tensors_[i].shape; }
+
+ private:
+  const std::vector<qd::DecodedTensor>& tensors_;
+};
 
 std::string Hex32(float v) {
   char buf[16];
@@ -98,12 +112,7 @@ std::optional<Divergence> Compare(const qd::Outcome& codec,
     }
   }
   if (codec.refused) return std::nullopt;
-  const auto plan_of = [](const qd::Outcome& o) {
-    std::vector<qd::TensorInfo> plan;
-    for (const qd::DecodedTensor& t : o.tensors) plan.push_back({t.name, t.shape});
-    return plan;
-  };
-  if (auto d = ComparePlans(plan_of(codec), plan_of(oracle), target)) return d;
+  if (auto d = ComparePlans(DecodedPlan(codec.tensors), DecodedPlan(oracle.tensors), target)) return d;
   for (std::size_t t = 0; t < codec.tensors.size(); ++t) {
     const qd::DecodedTensor& c = codec.tensors[t];
     const qd::DecodedTensor& o = oracle.tensors[t];
@@ -120,8 +129,7 @@ std::optional<Divergence> Compare(const qd::Outcome& codec,
   return std::nullopt;
 }
 
-std::optional<Divergence> ComparePlans(const std::vector<qd::TensorInfo>& codec,
-                                       const std::vector<qd::TensorInfo>& oracle,
+std::optional<Divergence> ComparePlans(const qd::TensorPlan& codec, const qd::TensorPlan& oracle,
                                        std::string_view target) {
   if (codec.size() != oracle.size()) {
     return Divergence{Signature(target, "bytes", "tensor-count"),
@@ -129,12 +137,14 @@ std::optional<Divergence> ComparePlans(const std::vector<qd::TensorInfo>& codec,
                           std::to_string(oracle.size())};
   }
   for (std::size_t t = 0; t < codec.size(); ++t) {
-    const qd::TensorInfo& c = codec[t];
-    const qd::TensorInfo& o = oracle[t];
-    if (c.name != o.name || c.shape != o.shape) {
+    const std::span<const std::uint64_t> codec_shape = codec.shape(t);
+    const std::span<const std::uint64_t> oracle_shape = oracle.shape(t);
+    if (codec.name(t) != oracle.name(t) ||
+        !std::equal(codec_shape.begin(), codec_shape.end(), oracle_shape.begin(), oracle_shape.end())) {
       return Divergence{Signature(target, "bytes", "tensor-header"),
-                        "tensor " + std::to_string(t) + ": codec " + c.name +
-                            ShapeText(c.shape) + " | oracle " + o.name + ShapeText(o.shape)};
+                        "tensor " + std::to_string(t) + ": codec " + std::string(codec.name(t)) +
+                            ShapeText(codec_shape) + " | oracle " + std::string(oracle.name(t)) +
+                            ShapeText(oracle_shape)};
     }
   }
   return std::nullopt;

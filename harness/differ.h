@@ -49,8 +49,7 @@ std::optional<Divergence> CompareDetection(std::string_view codec_format,
 //   "tensor-header");
 // - a run of N values of tensor NAME starting at element FIRST, bit for bit
 //   with NaNs equal (kind "bytes", "value"; the first differing element).
-std::optional<Divergence> ComparePlans(const std::vector<qd::TensorInfo>& codec,
-                                       const std::vector<qd::TensorInfo>& oracle,
+std::optional<Divergence> ComparePlans(const qd::TensorPlan& codec, const qd::TensorPlan& oracle,
                                        std::string_view target);
 std::optional<Divergence> CompareValues(const float* codec, const float* oracle, std::size_t n,
                                         const std::string& name, std::uint64_t first,

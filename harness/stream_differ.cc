@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -11,7 +12,7 @@
 namespace qd::harness {
 namespace {
 
-std::uint64_t Elements(const std::vector<std::uint64_t>& shape) {
+std::uint64_t Elements(std::span<const std::uint64_t> shape) {
   std::uint64_t n = 1;
   for (std::uint64_t d : shape) n *= d;
   return n;
@@ -21,7 +22,7 @@ std::uint64_t Elements(const std::vector<std::uint64_t>& shape) {
 // to belongs to the oracle's reader and stays valid until Release().
 struct Event {
   enum Kind { kNone, kPlan, kChunk, kEnd } kind = kNone;
-  const std::vector<qd::TensorInfo>* plan = nullptr;
+  const qd::TensorPlan* plan = nullptr;
   qd::TensorChunk chunk;
 };
 
@@ -31,10 +32,11 @@ struct Event {
 // the producer runs on to its end without waiting.
 class Handoff : public qd::TensorSink {
  public:
-  bool Plan(const std::vector<qd::TensorInfo>& tensors) override {
+  using TensorSink::Plan;
+  bool Plan(const qd::TensorPlan& plan) override {
     Event e;
     e.kind = Event::kPlan;
-    e.plan = &tensors;
+    e.plan = &plan;
     Put(e);
     return true;
   }
@@ -97,9 +99,10 @@ class Handoff : public qd::TensorSink {
 // only at that place, passing over empty tensors.
 class Position {
  public:
-  void Start(const std::vector<qd::TensorInfo>& plan) {
+  void Start(const qd::TensorPlan& plan) {
     sizes_.clear();
-    for (const qd::TensorInfo& t : plan) sizes_.push_back(Elements(t.shape));
+    sizes_.reserve(plan.size());
+    for (std::size_t i = 0; i < plan.size(); ++i) sizes_.push_back(Elements(plan.shape(i)));
     tensor_ = 0;
     next_ = 0;
     SkipFinished();
@@ -129,6 +132,32 @@ class Position {
   std::uint64_t next_ = 0;
 };
 
+// A plan's names kept back to back in one string: 4 bytes a name besides
+// its text, where a vector of strings cost 32 and more (issue 9, section 3).
+class NameList {
+ public:
+  void Keep(const qd::TensorPlan& plan) {
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < plan.size(); ++i) bytes += plan.name(i).size();
+    text_.clear();
+    ends_.clear();
+    text_.reserve(bytes);
+    ends_.reserve(plan.size());
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      text_ += plan.name(i);
+      ends_.push_back(text_.size());
+    }
+  }
+  std::string_view operator[](std::size_t i) const {
+    const std::size_t begin = i == 0 ? 0 : ends_[i - 1];
+    return std::string_view(text_).substr(begin, ends_[i] - begin);
+  }
+
+ private:
+  std::string text_;
+  std::vector<std::size_t> ends_;
+};
+
 // The codec's sink: every codec chunk is compared with the oracle's values
 // pulled from the handoff. The first difference is kept and the rest of the
 // values are only drained, so both readers still run to their end.
@@ -137,10 +166,9 @@ class LockstepComparer : public qd::TensorSink {
   LockstepComparer(Handoff* oracle, std::string_view target)
       : oracle_(oracle), target_(target) {}
 
-  bool Plan(const std::vector<qd::TensorInfo>& tensors) override {
-    codec_names_.clear();
-    codec_names_.reserve(tensors.size());
-    for (const qd::TensorInfo& t : tensors) codec_names_.push_back(t.name);
+  using TensorSink::Plan;
+  bool Plan(const qd::TensorPlan& tensors) override {
+    codec_names_.Keep(tensors);
     codec_planned_ = true;
     codec_at_.Start(tensors);
     const Event e = oracle_->Next();
@@ -171,14 +199,15 @@ class LockstepComparer : public qd::TensorSink {
       if (oracle_chunk_.tensor != chunk.tensor ||
           oracle_chunk_.first + oracle_used_ != chunk.first + done) {
         Diverge(Signature("tensor-header"),
-                "tensor " + codec_names_[chunk.tensor] + ": the codec's value " +
+                "tensor " + std::string(codec_names_[chunk.tensor]) + ": the codec's value " +
                     std::to_string(chunk.first + done) + " met the oracle's value " +
                     std::to_string(oracle_chunk_.first + oracle_used_) + " of tensor " +
                     std::to_string(oracle_chunk_.tensor));
         return true;
       }
       if (auto d = CompareValues(chunk.values + done, oracle_chunk_.values + oracle_used_, n,
-                                 codec_names_[chunk.tensor], chunk.first + done, target_)) {
+                                 std::string(codec_names_[chunk.tensor]), chunk.first + done,
+                                 target_)) {
         Diverge(std::move(*d));
         return true;
       }
@@ -193,7 +222,7 @@ class LockstepComparer : public qd::TensorSink {
     if (first_ || !codec_planned_) return;
     if (!codec_at_.AtEnd()) {
       Diverge(Signature("tensor-header"),
-              "the codec's values of tensor " + codec_names_[codec_at_.tensor()] +
+              "the codec's values of tensor " + std::string(codec_names_[codec_at_.tensor()]) +
                   " stopped at element " + std::to_string(codec_at_.next()));
       return;
     }
@@ -257,9 +286,9 @@ class LockstepComparer : public qd::TensorSink {
 
   Handoff* oracle_;
   std::string_view target_;
-  // The codec's tensor names, for messages after its reader has returned
-  // (not its whole plan: a shape vector a tensor, issue 9 section 3).
-  std::vector<std::string> codec_names_;
+  // The codec's tensor names, for messages (its plan lives only during
+  // Plan, tensor_sink.h).
+  NameList codec_names_;
   bool codec_planned_ = false;
   bool oracle_planned_ = false;
   Position codec_at_;

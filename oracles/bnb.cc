@@ -183,6 +183,29 @@ bool MatchesSuffix(const std::string& name, std::string_view suffix, std::string
   return true;
 }
 
+// The names that make their prefix + "weight" a layer (docs/bnb.md
+// "Layers"), besides the HF marker.
+struct StateSuffix {
+  std::string_view suffix;
+  StateForm form;
+};
+constexpr StateSuffix kStateSuffixes[] = {
+    {"weight_quant_state", StateForm::kGptq4},
+    {"SCB", StateForm::kInt8Hf},
+    {"weight_scb", StateForm::kInt8Gptq},
+};
+
+// NAME claims a layer by itself: it carries the HF marker or ends in a
+// state suffix.
+bool NamesAState(const std::string& name) {
+  std::string prefix;
+  if (name.find(kHfMarker) != std::string::npos) return true;
+  for (const StateSuffix& s : kStateSuffixes) {
+    if (MatchesSuffix(name, s.suffix, &prefix)) return true;
+  }
+  return false;
+}
+
 // The list counts as a 4-bit state (docs/pt.md 7.2).
 bool IsFourBitForm(StateForm form) {
   return form == StateForm::kHf4 || form == StateForm::kGptq4 || form == StateForm::kList;
@@ -260,14 +283,10 @@ std::vector<Layer> FindLayers(const BnbTable& table, const TensorIndex& index) {
       claim.suffix = name.substr(marker + kHfMarker.size());
       claims_by_w[claim.prefix].push_back(claim);
     }
-    if (MatchesSuffix(name, "weight_quant_state", &prefix)) {
-      claims_by_w[prefix + "weight"].push_back({name, StateForm::kGptq4, prefix, "", 0});
-    }
-    if (MatchesSuffix(name, "SCB", &prefix)) {
-      claims_by_w[prefix + "weight"].push_back({name, StateForm::kInt8Hf, prefix, "", 0});
-    }
-    if (MatchesSuffix(name, "weight_scb", &prefix)) {
-      claims_by_w[prefix + "weight"].push_back({name, StateForm::kInt8Gptq, prefix, "", 0});
+    for (const StateSuffix& s : kStateSuffixes) {
+      if (MatchesSuffix(name, s.suffix, &prefix)) {
+        claims_by_w[prefix + "weight"].push_back({name, s.form, prefix, "", 0});
+      }
     }
   }
   // docs/pt.md 7.2: the list is one more state of W beside the tensors.
@@ -688,6 +707,16 @@ bool IsBnbFile(qd::ByteView file) {
   qd::Outcome container_findings;
   Container container;
   if (!CheckContainer(file, "", &container_findings, &container)) return false;
+  // FindLayers finds a layer only where a name carries a state or the
+  // metadata holds the blockwise-8 key; without either the answer is no,
+  // and the tables (about 330 bytes an entry) are not built for it: the
+  // detection of every safetensors file passes here (issue 9, section 3).
+  const bool may_hold_layer =
+      std::any_of(container.metadata.begin(), container.metadata.end(),
+                  [](const auto& member) { return member.first == kBlockwise8Key; }) ||
+      std::any_of(container.tensors.begin(), container.tensors.end(),
+                  [](const ContainerTensor& t) { return NamesAState(t.name); });
+  if (!may_hold_layer) return false;
   return HasBnbLayer(BnbTableFromContainer(file, std::move(container)));
 }
 

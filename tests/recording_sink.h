@@ -27,13 +27,18 @@ namespace qd::test {
 
 class RecordingSink : public qd::TensorSink {
  public:
-  bool Plan(const std::vector<qd::TensorInfo>& tensors) override {
+  using TensorSink::Plan;
+  bool Plan(const qd::TensorPlan& announced) override {
     ++plans;
     EXPECT_EQ(plans, 1) << "Plan called twice";
     EXPECT_EQ(chunks, 0u) << "values before the plan";
-    plan = tensors;
-    this->tensors.clear();
-    for (const qd::TensorInfo& t : tensors) this->tensors.push_back({t.name, t.shape, {}});
+    plan.clear();
+    tensors.clear();
+    for (std::size_t i = 0; i < announced.size(); ++i) {
+      const std::span<const std::uint64_t> shape = announced.shape(i);
+      plan.push_back({std::string(announced.name(i)), {shape.begin(), shape.end()}});
+      tensors.push_back({plan.back().name, plan.back().shape, {}});
+    }
     return accept_plan;
   }
   bool Take(const qd::TensorChunk& chunk) override {

@@ -152,7 +152,8 @@ Plant g_plant;
 class PlantingSink : public qd::TensorSink {
  public:
   explicit PlantingSink(qd::TensorSink* next) : next_(next) {}
-  bool Plan(const std::vector<qd::TensorInfo>& t) override { return next_->Plan(t); }
+  using TensorSink::Plan;
+  bool Plan(const qd::TensorPlan& t) override { return next_->Plan(t); }
   bool Take(const qd::TensorChunk& c) override {
     std::vector<float> values(c.values, c.values + c.count);
     for (std::size_t i = 0; i < c.count; ++i) {

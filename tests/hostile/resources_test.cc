@@ -174,9 +174,10 @@ TEST_F(ResourcesOfMillionEntryHeaders, HeaderOfTinyEntriesCheckAndDecode) {
   // decode held the plan's TensorToWrite copies, a JSON object writer of
   // every member and the whole output header text (526 MB peak RSS, out of
   // its 248 MiB here with bad_alloc); it now writes the header from the
-  // plan in 1 MiB pieces (241 MB). diff is not run: with both readers'
-  // records and plans alive it still needs about 600 MB (README
-  // "Resources"), and ends with exit 2 under this bound.
+  // plan in 1 MiB pieces from a plan that views the reader's records
+  // (224 MB). diff is not run: with both readers' records alive it still
+  // needs about 460 MB (README "Resources"), and ends with exit 2 under
+  // this bound.
   const std::string in = Write("million.safetensors", TinyEntriesSafetensors(Scaled(1000000)));
   Expect({"check", in}, 0);
   Expect({"decode", in, "--out", Out("million.out.safetensors")}, 0);
