@@ -68,7 +68,13 @@ void CompareWithGgml(qd::ByteView file, const qd::Outcome& oracle) {
     // ggml keeps names as C strings: it reads a name up to its first NUL
     // byte (docs/gguf.md 6); quantdiff keeps every byte.
     const std::string as_c_string = infos[i].name.substr(0, infos[i].name.find('\0'));
-    if (t.name != as_c_string || t.type != static_cast<int>(infos[i].type) || t.offset != infos[i].offset) {
+    // ggml reports all four dims (innermost first), unused ones 1; quantdiff
+    // the n_dims stored ones (docs/gguf.md 6).
+    std::vector<std::int64_t> ne(infos[i].ne.begin(), infos[i].ne.end());
+    ne.resize(4, 1);
+    const bool ne_differs = !t.ne.empty() && t.ne != ne;
+    if (t.name != as_c_string || t.type != static_cast<int>(infos[i].type) || t.offset != infos[i].offset ||
+        ne_differs) {
       qd::fuzz::Diverge("DIFF:gguf_file:ggml:tensor",
                         "tensor " + std::to_string(i) + ": ours " + infos[i].name + " type " +
                             std::to_string(infos[i].type) + " offset " + std::to_string(infos[i].offset) +
