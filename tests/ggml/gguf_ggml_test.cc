@@ -111,6 +111,8 @@ std::optional<bool> GgmlAccepts(const std::string& rule, const std::string& desc
   // An element count that wraps 2^64 in ggml's own overflow check: an
   // upstream finding (corpus/upstream/ggml/gguf/), pinned there.
   if (description == "element count beyond 2^63 - 1") return std::nullopt;
+  // A BOOL byte other than 0 or 1: ggml reads any non-zero byte as true.
+  if (rule == "GGUF-020") return true;
   // The recognised types load; everything else is refused (GGUF-018's far
   // offset, GGUF-019 and GGUF-102 because they break ggml's packing).
   return rule == "GGUF-101";
