@@ -223,6 +223,16 @@ Bytes Nested(int depth) {
   return b;
 }
 
+// A file of no tensor and one pair: KEY, value type TYPE, the value's bytes.
+Bytes OnePair(const std::string& key, std::uint32_t type, const Bytes& value) {
+  Bytes b;
+  Header(&b, 0, 1);
+  Str(&b, key);
+  U32(&b, type);
+  b.insert(b.end(), value.begin(), value.end());
+  return b;
+}
+
 // Section 2.2: a BOOL byte is 0 or 1, anything else GGUF-020 at that byte,
 // a pair's own value or an element of a BOOL array at any depth. Offsets:
 // a one-byte key's pair starts at 24, its type at 24 + 9, its value at 37.
@@ -239,33 +249,13 @@ TEST(Gguf, BoolValuesAreZeroOrOne) {
   EXPECT_FALSE(zero_and_one.codec.refused);
   EXPECT_FALSE(zero_and_one.oracle.refused);
 
-  Header(&b, 0, 1);
-  Str(&b, "t");
-  U32(&b, 7);
-  b.push_back(2);
-  ExpectRefused(b, "GGUF-020", "metadata", 37);
-
+  ExpectRefused(OnePair("t", 7, {2}), "GGUF-020", "metadata", 37);
   // [1, 0, 255]: element type at 37, count at 41, elements at 49.
-  Header(&b, 0, 1);
-  Str(&b, "a");
-  U32(&b, 9);
-  U32(&b, 7);
-  U64(&b, 3);
-  for (const std::uint8_t v : {1, 0, 255}) b.push_back(v);
-  ExpectRefused(b, "GGUF-020", "metadata", 51);
-
+  ExpectRefused(OnePair("a", 9, {7, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 255}), "GGUF-020", "metadata", 51);
   // [[0, 128]]: the inner array's element type at 49, count at 53,
   // elements at 61.
-  Header(&b, 0, 1);
-  Str(&b, "n");
-  U32(&b, 9);
-  U32(&b, 9);
-  U64(&b, 1);
-  U32(&b, 7);
-  U64(&b, 2);
-  b.push_back(0);
-  b.push_back(128);
-  ExpectRefused(b, "GGUF-020", "metadata", 62);
+  ExpectRefused(OnePair("n", 9, {9, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 128}),
+                "GGUF-020", "metadata", 62);
 }
 
 TEST(Gguf, NestedArraysUpToDepthEight) {
