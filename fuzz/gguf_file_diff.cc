@@ -32,9 +32,11 @@ namespace {
 
 // Rules whose files ggml refuses too (section 6): not GGUF-012 (ggml reads
 // an empty name), GGUF-014 (its overflow check wraps: an upstream finding,
-// corpus/upstream/ggml/gguf/), GGUF-018 and GGUF-019 (no data read).
+// corpus/upstream/ggml/gguf/), GGUF-018 and GGUF-019 (no data read),
+// GGUF-020 (ggml reads any non-zero BOOL byte as true).
 bool GgmlRefusesToo(const std::string& rule) {
-  return rule != "GGUF-012" && rule != "GGUF-014" && rule != "GGUF-018" && rule != "GGUF-019";
+  return rule != "GGUF-012" && rule != "GGUF-014" && rule != "GGUF-018" && rule != "GGUF-019" &&
+         rule != "GGUF-020";
 }
 
 void CompareWithGgml(qd::ByteView file, const qd::Outcome& oracle) {
