@@ -5,7 +5,10 @@
 // check order of docs/ggml_safetensors.md sections 4 and 7.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -274,6 +277,62 @@ TEST(GgmlSt, BlockVectorColsDropsThePaddingColumns) {
     EXPECT_EQ(o->tensors[0].shape, (std::vector<std::uint64_t>{1, 40}));
     EXPECT_EQ(o->tensors[0].values, expected);
   }
+}
+
+// Section 7 codec against oracle on random block bytes of every type (NaN
+// scales included), random row and block counts and cols inside and just
+// outside Kp - QK < cols <= Kp: same verdict, finding, shapes and bits
+// (NaN as NaN, docs/ggml_blocks.md 1.3).
+TEST(GgmlSt, BlockVectorCodecAndOracleAgreeOnRandomBlocks) {
+  struct Geometry {
+    const char* type;
+    std::uint64_t values, bytes;  // docs/ggml_blocks.md section 3's table
+  };
+  const Geometry kTypes[] = {{"q4_0", 32, 18},  {"q4_1", 32, 20},  {"q5_0", 32, 22},   {"q5_1", 32, 24},
+                             {"q8_0", 32, 34},  {"q2_K", 256, 84}, {"q3_K", 256, 110}, {"q4_K", 256, 144},
+                             {"q5_K", 256, 176}, {"q6_K", 256, 210}, {"iq4_nl", 32, 18}, {"mxfp4", 32, 17}};
+  std::mt19937_64 rng(12);
+  int accepted = 0, refused = 0;
+  for (const Geometry& g : kTypes) {
+    for (int round = 0; round < 12; ++round) {
+      const std::uint64_t rows = 1 + rng() % 3;
+      const std::uint64_t blocks = 1 + rng() % 3;
+      const std::uint64_t padded = blocks * g.values;
+      // Kp - QK - 1 .. Kp + 1: one value each side of the accepted range
+      // (with one block Kp - QK - 1 wraps to 2^64 - 1: 20 digits, V2's case).
+      const std::uint64_t cols = padded - g.values - 1 + rng() % (g.values + 3);
+      Bytes data(rows * blocks * g.bytes);
+      for (std::uint8_t& b : data) b = static_cast<std::uint8_t>(rng());
+      const qdtest::Metadata metadata = {{"ggml_type", g.type}, {"cols", std::to_string(cols)}};
+      const Read r = ReadBoth({{"w", "U8", {rows, blocks * g.bytes}, data}}, {}, &metadata);
+      const std::string what = std::string(g.type) + " cols " + std::to_string(cols) + " of " + std::to_string(padded);
+      ASSERT_EQ(r.codec.refused, r.oracle.refused) << what;
+      const bool in_range = cols <= padded && cols + g.values > padded;
+      EXPECT_EQ(r.codec.refused, !in_range) << what;
+      if (r.codec.refused) {
+        ++refused;
+        EXPECT_EQ(r.codec.findings.back().rule, "GGST-003") << what;
+        EXPECT_EQ(r.oracle.findings.back().rule, "GGST-003") << what;
+        EXPECT_EQ(r.oracle.findings.back().field, "cols") << what;
+        continue;
+      }
+      ++accepted;
+      ASSERT_EQ(r.codec.tensors.size(), 1u) << what;
+      ASSERT_EQ(r.oracle.tensors.size(), 1u) << what;
+      EXPECT_EQ(r.codec.tensors[0].shape, (std::vector<std::uint64_t>{rows, cols})) << what;
+      EXPECT_EQ(r.oracle.tensors[0].shape, r.codec.tensors[0].shape) << what;
+      const std::vector<float>& c = r.codec.tensors[0].values;
+      const std::vector<float>& o = r.oracle.tensors[0].values;
+      ASSERT_EQ(c.size(), o.size()) << what;
+      for (std::size_t i = 0; i < c.size(); ++i) {
+        const bool same = std::bit_cast<std::uint32_t>(c[i]) == std::bit_cast<std::uint32_t>(o[i]) ||
+                          (std::isnan(c[i]) && std::isnan(o[i]));
+        ASSERT_TRUE(same) << what << " value " << i;
+      }
+    }
+  }
+  EXPECT_GT(accepted, 60);
+  EXPECT_GT(refused, 3);
 }
 
 }  // namespace
