@@ -4,6 +4,8 @@
 // oracles/ggml_blocks.cc. Nothing here is shared with codecs/.
 #include "oracles/ggml_st.h"
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "oracles/bytes.h"
@@ -107,7 +109,7 @@ bool CheckBlockTensors(const MergedTable& table, const std::string& type, const 
     return report.LayerError("GGST-001", "", "ggml_type", "ggml_type " + type + " is not a decoded ggml type");
   }
   // V2: at most 19 decimal digits, nothing else.
-  bool cols_known = cols_text != nullptr;
+  const bool cols_known = cols_text != nullptr;
   std::uint64_t cols = 0;
   if (cols_known) {
     bool digits = !cols_text->empty() && cols_text->size() <= 19;
