@@ -18,6 +18,21 @@ namespace {
 
 constexpr std::int64_t kHeaderOffset = 8;
 constexpr std::int64_t kNoOffset = -1;
+// Section 7: the block-vector layout's __metadata__ keys.
+constexpr std::string_view kTypeKey = "ggml_type";
+constexpr std::string_view kColsKey = "cols";
+
+// Section 7, V2: cols is 1 to 19 ASCII digits (so it fits 64 bits).
+bool ParseCols(const std::string& text, std::uint64_t* cols) {
+  if (text.empty() || text.size() > 19) return false;
+  std::uint64_t value = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  *cols = value;
+  return true;
+}
 
 // Section 2, G1: the nine aliases GPT-QModel writes and their ggml types.
 struct Alias {
@@ -83,6 +98,7 @@ class Checker {
   Checker(GgmlStResult* r, const std::string& file) : r_(r), file_(file) {}
   bool CheckSubtype(const GptqConfig& config);
   bool CheckLayer(const QuantLayerPlan& plan, GgmlStLayer* layer);
+  bool CheckBlockVectors(const std::string& type_name, const std::string* cols_text);
 
  private:
   TableTensor T(std::size_t i) const { return r_->table[i]; }
@@ -190,8 +206,10 @@ bool Checker::CheckLayer(const QuantLayerPlan& plan, GgmlStLayer* layer) {
                      std::to_string(bytes) + ", the " + std::string(r_->type->name) + " block size");
   }
   layer->qweight = plan.member[kQweight];
+  layer->output = plan.prefix + "weight";
   layer->rows = qweight.shape[0];
   layer->blocks_per_row = bytes_per_row / bytes;
+  layer->cols = layer->blocks_per_row * static_cast<std::uint64_t>(r_->type->values);
   // L6 GGST-104: bias length.
   if (plan.bias != kGptqNoTensor) {
     const TableTensor bias = T(plan.bias);
@@ -206,22 +224,74 @@ bool Checker::CheckLayer(const QuantLayerPlan& plan, GgmlStLayer* layer) {
   return CheckScales(*layer);
 }
 
-// Section 5, blocks decoded row by row by GgmlDecode.
+// Section 7, V1..V5: every U8 tensor is a block tensor of the metadata's
+// type; no config, no layers, no GGST-004.
+bool Checker::CheckBlockVectors(const std::string& type_name, const std::string* cols_text) {
+  r_->type = FindGgmlType(type_name);
+  if (r_->type == nullptr) {
+    return Error("GGST-001", "", "ggml_type",
+                 "__metadata__ ggml_type \"" + type_name + "\" names no ggml type quantdiff decodes");
+  }
+  std::uint64_t cols = 0;
+  if (cols_text != nullptr && !ParseCols(*cols_text, &cols)) {
+    return Error("GGST-003", "", "cols", "__metadata__ cols \"" + *cols_text + "\" is not a decimal count");
+  }
+  const std::uint64_t bytes = static_cast<std::uint64_t>(r_->type->bytes);
+  const std::uint64_t values = static_cast<std::uint64_t>(r_->type->values);
+  for (const std::size_t i : StorageOrder(r_->table)) {
+    const TableTensor blocks = T(i);
+    if (blocks.dtype != Dtype::kU8) continue;
+    if (blocks.shape.size() != 2) return Error("GGST-104", blocks.name, "shape", "a block tensor is not of rank 2");
+    const std::uint64_t bytes_per_row = blocks.shape[1];
+    if (bytes_per_row == 0 || bytes_per_row % bytes != 0) {
+      return Error("GGST-003", blocks.name, "shape",
+                   "bytes_per_row " + std::to_string(bytes_per_row) + " is not a positive multiple of " +
+                       std::to_string(bytes) + ", the " + std::string(r_->type->name) + " block size");
+    }
+    GgmlStLayer layer;
+    layer.output = std::string(blocks.name);
+    layer.qweight = i;
+    layer.rows = blocks.shape[0];
+    layer.blocks_per_row = bytes_per_row / bytes;
+    layer.cols = layer.blocks_per_row * values;
+    if (cols_text != nullptr) {
+      // V5: K pads to exactly this row's blocks (Kp - QK < K <= Kp).
+      if (cols > layer.cols || cols + values <= layer.cols) {
+        return Error("GGST-003", blocks.name, "cols",
+                     "cols " + std::to_string(cols) + " does not pad to the row's " + std::to_string(layer.cols) +
+                         " weights");
+      }
+      layer.cols = cols;
+    }
+    r_->layers.push_back(std::move(layer));
+  }
+  return true;
+}
+
+// Sections 5 and 7, blocks decoded row by row by GgmlDecode; a row whose K
+// is known (section 7's cols) is decoded whole and cut to its first K weights.
 void StreamLayers(const GgmlStResult& r, TensorSink& sink, Kernel kernel) {
   const std::uint64_t per_block = static_cast<std::uint64_t>(r.type->values);
   const std::uint64_t block_bytes = static_cast<std::uint64_t>(r.type->bytes);
   std::vector<LayerOutput> outputs;
-  for (const GgmlStLayer& layer : r.layers) {
-    outputs.push_back({layer.qweight, layer.prefix + "weight", layer.rows, layer.blocks_per_row * per_block});
-  }
+  for (const GgmlStLayer& layer : r.layers) outputs.push_back({layer.qweight, layer.output, layer.rows, layer.cols});
+  std::vector<float> padded_row;
   StreamLayersAndFloats(r.table, outputs, {}, sink,
                         [&](std::size_t l, std::uint64_t row, std::uint64_t count, float* out) {
                           const GgmlStLayer& layer = r.layers[l];
                           const std::uint64_t row_bytes = layer.blocks_per_row * block_bytes;
+                          const std::uint64_t padded = layer.blocks_per_row * per_block;
                           const std::uint8_t* data = r.table.Data(layer.qweight);
                           for (std::uint64_t n = 0; n < count; ++n) {
-                            GgmlDecode(r.type->type, data + (row + n) * row_bytes, layer.blocks_per_row,
-                                       out + n * outputs[l].cols, kernel);
+                            const std::uint8_t* blocks = data + (row + n) * row_bytes;
+                            float* row_out = out + n * layer.cols;
+                            if (layer.cols == padded) {
+                              GgmlDecode(r.type->type, blocks, layer.blocks_per_row, row_out, kernel);
+                              continue;
+                            }
+                            padded_row.resize(padded);
+                            GgmlDecode(r.type->type, blocks, layer.blocks_per_row, padded_row.data(), kernel);
+                            std::copy_n(padded_row.begin(), layer.cols, row_out);
                           }
                         });
 }
@@ -246,6 +316,11 @@ GgmlStResult ReadGgmlSt(qd::ByteView file, const std::string& file_name,
     return result;
   }
   result.table = TensorTable::FromContainer(std::move(container.container));
+  if (const std::string* type_name = result.table.Metadata(kTypeKey)) {
+    Checker checker(&result, file_name);
+    if (!checker.CheckBlockVectors(*type_name, result.table.Metadata(kColsKey))) result.layers.clear();
+    return result;
+  }
   // Section 2: the config steps as a GGUF reader takes them, then G1 / G2.
   GptqConfig config;
   if (!ReadQuantConfig(QuantFamily::kGguf, configs, file_name, &result.findings, &config)) {
@@ -269,6 +344,7 @@ bool ClaimsGgmlSt(qd::ByteView file) {
   ContainerResult r = ReadContainer(file, "");
   if (r.refused) return false;
   const TensorTable table = TensorTable::FromContainer(std::move(r.container));
+  if (table.Metadata(kTypeKey) != nullptr) return true;
   for (const QuantLayerPlan& plan : DiscoverLayers(table, StorageOrder(table))) {
     if (IsGgmlStLayer(table, plan)) return true;
   }

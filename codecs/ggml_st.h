@@ -23,13 +23,16 @@
 
 namespace qd::codec {
 
-// One accepted layer; tensor fields index GgmlStResult::table.
+// One accepted layer, or one block tensor of the block-vector layout
+// (section 7); tensor fields index GgmlStResult::table.
 struct GgmlStLayer {
-  std::string prefix;  // with the dot
-  std::size_t qweight = kGptqNoTensor;
+  std::string prefix;  // with the dot; empty for a block tensor
+  std::string output;  // the decoded tensor's name: prefix + "weight", or the block tensor's own
+  std::size_t qweight = kGptqNoTensor;  // the block bytes
   std::size_t bias = kGptqNoTensor;
   std::uint64_t rows = 0;            // N
   std::uint64_t blocks_per_row = 0;  // Kp / QK
+  std::uint64_t cols = 0;            // decoded weights per row: Kp, or section 7's cols
 };
 
 struct GgmlStResult {
@@ -44,7 +47,8 @@ struct GgmlStResult {
 GgmlStResult ReadGgmlSt(qd::ByteView file, const std::string& file_name,
                         const std::vector<qd::SideFile>& configs);
 // Section 3, Detection: the container accepts the file and one of its layers
-// is a GGUF layer (U8 qweight, no qzeros / scales / g_idx). Needs no config.
+// is a GGUF layer (U8 qweight, no qzeros / scales / g_idx), or (section 7)
+// its __metadata__ has the key ggml_type. Needs no config.
 bool ClaimsGgmlSt(qd::ByteView file);
 // Section 2, G1: the ggml type of a resolved config format and bits, or
 // nullptr when the subtype is unknown (GGST-001).

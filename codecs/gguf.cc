@@ -18,6 +18,7 @@ namespace qd::codec {
 namespace {
 
 constexpr std::uint64_t kInt64Max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+constexpr std::uint32_t kTypeBool = 7;
 constexpr std::uint32_t kTypeString = 8;
 constexpr std::uint32_t kTypeArray = 9;
 constexpr std::uint32_t kHighestValueType = 12;
@@ -116,6 +117,20 @@ struct Reader {
     return true;
   }
 
+  // GGUF-020: the next N bytes (known to fit) are BOOL values, each 0 or 1
+  // (section 2.2); the first other byte is refused where it lies.
+  bool Bools(Cursor& c, std::uint64_t n) {
+    const std::size_t at = c.pos();
+    const std::string_view bytes = c.Bytes(n);
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      const auto b = static_cast<std::uint8_t>(bytes[i]);
+      if (b > 1) {
+        return Refuse("GGUF-020", at + i, "metadata", "", "a BOOL value is " + std::to_string(b) + ", not 0 or 1");
+      }
+    }
+    return true;
+  }
+
   // One metadata value of TYPE (already known to be <= 12) at DEPTH (0 for
   // a pair's own value), depth first (section 3 step 4).
   bool Value(Cursor& c, std::uint32_t type, int depth) {
@@ -125,6 +140,7 @@ struct Reader {
     }
     if (type != kTypeArray) {
       if (!c.Fits(kFixedSize[type])) return Refuse("GGUF-005", c.pos(), "metadata", "", "the file ends inside a value");
+      if (type == kTypeBool) return Bools(c, 1);
       c.Skip(kFixedSize[type]);
       return true;
     }
@@ -142,6 +158,7 @@ struct Reader {
     if (count > c.left() / kMinValueSize[element]) {
       return Refuse("GGUF-005", count_at, "metadata", "", "an array count exceeds what the bytes left can hold");
     }
+    if (element == kTypeBool) return Bools(c, count);  // count <= left
     if (kFixedSize[element] != 0) {  // bounded above: count * size <= left
       c.Skip(count * kFixedSize[element]);
       return true;

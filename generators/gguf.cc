@@ -242,7 +242,10 @@ Generated GgufValid(Rng& rng) { return Make(ValidSpec(rng), "", "valid .gguf fil
 std::vector<std::string> GgufViolableRules() {
   return {"GGUF-001", "GGUF-002", "GGUF-003", "GGUF-004", "GGUF-005", "GGUF-006", "GGUF-007",
           "GGUF-008", "GGUF-009", "GGUF-010", "GGUF-011", "GGUF-012", "GGUF-013", "GGUF-014",
-          "GGUF-015", "GGUF-016", "GGUF-017", "GGUF-018", "GGUF-019", "GGUF-101", "GGUF-102"};
+          "GGUF-015", "GGUF-016", "GGUF-017", "GGUF-018", "GGUF-019", "GGUF-101", "GGUF-102",
+          // Last: a rule added later draws after the others, so their seeds
+          // and vectors stay as they were.
+          "GGUF-020"};
 }
 
 Generated GgufViolation(std::string_view rule, Rng& rng) {
@@ -381,6 +384,16 @@ Generated GgufViolation(std::string_view rule, Rng& rng) {
     GgufWritten w = WriteGguf(spec);
     last.offset = w.offsets.back() + spec.alignment * (1 + Pick(rng, 3));
     return Make(spec, r, "a gap before the last tensor (not ggml's packing)");
+  }
+  if (r == "GGUF-020") {
+    // A BOOL byte other than 0 or 1, a pair's own value or in a BOOL array.
+    const auto byte = static_cast<std::uint8_t>(2 + Pick(rng, 254));
+    if (Coin(rng)) {
+      spec.kvs.push_back(Kv("quantdiff.flag", 7, {byte}));
+    } else {
+      spec.kvs.push_back(Kv("quantdiff.flags", 9, ArrayValue(7, 3, {1, byte, 0})));
+    }
+    return Make(spec, r, "a BOOL value byte other than 0 or 1");
   }
   return Make(spec, "", "valid .gguf file");
 }

@@ -4,6 +4,8 @@
 // oracles/ggml_blocks.cc. Nothing here is shared with codecs/.
 #include "oracles/ggml_st.h"
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "oracles/bytes.h"
@@ -86,7 +88,64 @@ std::string Subtype(const QuantSettings& s, Report& report) {
 struct Geometry {
   std::uint64_t rows = 0;
   std::uint64_t blocks = 0;  // per row
+  std::uint64_t width = 0;   // decoded weights per row: the padded width, or section 7's cols
 };
+
+// Section 7: the block-vector layout names its type (and K) in __metadata__.
+const std::string* MetadataValue(const MergedTable& table, const std::string& key) {
+  for (const auto& member : table.metadata) {
+    if (member.first == key) return &member.second;
+  }
+  return nullptr;
+}
+
+// Section 7, V1..V5 over the U8 tensors (in storage order: the table's
+// order); *geometry gets one entry per tensor, width 0 for a tensor that is
+// no block tensor.
+bool CheckBlockTensors(const MergedTable& table, const std::string& type, const std::string* cols_text,
+                       Report& report, std::vector<Geometry>* geometry) {
+  const std::optional<GgmlBlockShape> shape = GgmlBlockShapeOf(type);
+  if (!shape) {
+    return report.LayerError("GGST-001", "", "ggml_type", "ggml_type " + type + " is not a decoded ggml type");
+  }
+  // V2: at most 19 decimal digits, nothing else.
+  const bool cols_known = cols_text != nullptr;
+  std::uint64_t cols = 0;
+  if (cols_known) {
+    bool digits = !cols_text->empty() && cols_text->size() <= 19;
+    for (char c : *cols_text) digits = digits && c >= '0' && c <= '9';
+    if (!digits) return report.LayerError("GGST-003", "", "cols", "cols " + *cols_text + " is no decimal number");
+    cols = std::stoull(*cols_text);
+  }
+  const std::uint64_t weights = static_cast<std::uint64_t>(shape->weights_per_block);
+  const std::uint64_t bytes = static_cast<std::uint64_t>(shape->bytes_per_block);
+  geometry->assign(table.tensors.size(), Geometry{});
+  for (std::size_t t = 0; t < table.tensors.size(); ++t) {
+    const TableTensor& tensor = table.tensors[t];
+    if (tensor.dtype != "U8") continue;
+    if (tensor.shape.size() != 2) return report.LayerError("GGST-104", tensor.name, "shape", "blocks must be 2-D");
+    if (tensor.shape[1] == 0 || tensor.shape[1] % bytes != 0) {
+      return report.LayerError("GGST-003", tensor.name, "shape",
+                               "a row of " + std::to_string(tensor.shape[1]) + " bytes is not whole " + type +
+                                   " blocks");
+    }
+    Geometry& g = (*geometry)[t];
+    g.rows = tensor.shape[0];
+    g.blocks = tensor.shape[1] / bytes;
+    g.width = g.blocks * weights;
+    if (cols_known) {
+      // V5: the padding is less than one block: Kp - QK < cols <= Kp.
+      const bool pads_to_row = cols <= g.width && g.width - cols < weights;
+      if (!pads_to_row) {
+        return report.LayerError("GGST-003", tensor.name, "cols",
+                                 "cols " + std::to_string(cols) + " does not round up to " +
+                                     std::to_string(g.width));
+      }
+      g.width = cols;
+    }
+  }
+  return true;
+}
 
 std::string SuffixOf(const std::string& name) { return name.substr(name.rfind('.') + 1); }
 
@@ -169,28 +228,37 @@ qd::Outcome StreamGgmlStFile(qd::ByteView file, const std::string& file_name,
   Container container;
   if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
   const MergedTable table = TableOfFile(file, std::move(container));
-  QuantSettings settings;
-  if (!CheckQuantConfigs("gguf", configs, file_name, &outcome, &settings)) return outcome;
   Report report{&outcome, file_name};
-  const std::string type = Subtype(settings, report);
-  if (type.empty()) return outcome;
   const std::vector<TableTensor>& tensors = table.tensors;
-  const std::vector<QuantLayer> layers = FindQuantLayers(tensors);
-  std::vector<Geometry> geometry(layers.size());
-  for (std::size_t l = 0; l < layers.size(); ++l) {
-    if (!CheckLayer(tensors, layers[l], type, report, &geometry[l])) return outcome;
+  // Per tensor: its decoded geometry (width 0: not blocks) and name.
+  std::vector<Geometry> blocks_of(tensors.size());
+  std::vector<std::string> decoded_name(tensors.size());
+  std::string type;
+  if (const std::string* type_name = MetadataValue(table, "ggml_type")) {
+    type = *type_name;
+    if (!CheckBlockTensors(table, type, MetadataValue(table, "cols"), report, &blocks_of)) return outcome;
+    for (std::size_t t = 0; t < tensors.size(); ++t) decoded_name[t] = tensors[t].name;
+  } else {
+    QuantSettings settings;
+    if (!CheckQuantConfigs("gguf", configs, file_name, &outcome, &settings)) return outcome;
+    type = Subtype(settings, report);
+    if (type.empty()) return outcome;
+    const std::uint64_t weights = static_cast<std::uint64_t>(GgmlBlockShapeOf(type)->weights_per_block);
+    for (const QuantLayer& layer : FindQuantLayers(tensors)) {
+      Geometry g;
+      if (!CheckLayer(tensors, layer, type, report, &g)) return outcome;
+      g.width = g.blocks * weights;
+      blocks_of[layer.qweight] = g;
+      decoded_name[layer.qweight] = layer.prefix + "weight";
+    }
   }
-  // Section 5: in storage order, a layer's weight where its qweight is,
-  // floating tensors widened, other integer tensors left out.
-  const std::uint64_t weights_per_block = static_cast<std::uint64_t>(GgmlBlockShapeOf(type)->weights_per_block);
-  std::vector<int> layer_of(tensors.size(), -1);
-  for (std::size_t l = 0; l < layers.size(); ++l) layer_of[layers[l].qweight] = static_cast<int>(l);
+  // Sections 5 and 7: in storage order, the decoded blocks where their
+  // tensor is, floating tensors widened, other integer tensors left out.
   std::vector<std::size_t> order;
   std::vector<qd::TensorInfo> plan;
   for (std::size_t t = 0; t < tensors.size(); ++t) {
-    if (layer_of[t] >= 0) {
-      const Geometry& g = geometry[layer_of[t]];
-      plan.push_back({layers[layer_of[t]].prefix + "weight", {g.rows, g.blocks * weights_per_block}});
+    if (blocks_of[t].width > 0) {
+      plan.push_back({decoded_name[t], {blocks_of[t].rows, blocks_of[t].width}});
     } else if (IsFloatDtype(tensors[t].dtype)) {
       plan.push_back({tensors[t].name, tensors[t].shape});
     } else {
@@ -202,18 +270,18 @@ qd::Outcome StreamGgmlStFile(qd::ByteView file, const std::string& file_name,
   for (std::size_t i = 0; i < order.size(); ++i) {
     const TableTensor& tensor = tensors[order[i]];
     bool more;
-    if (layer_of[order[i]] < 0) {
+    const Geometry& g = blocks_of[order[i]];
+    if (g.width == 0) {
       more = StreamFloatElements(tensor.dtype, tensor.data, tensor.element_count, i, sink);
     } else {
-      const Geometry& g = geometry[layer_of[order[i]]];
+      // The whole padded row is decoded; its first `width` weights are kept.
       const std::uint64_t row_bytes = tensor.shape[1];
-      const std::uint64_t row_values = g.blocks * weights_per_block;
-      more = StreamRows(sink, i, g.rows, row_values, [&](std::uint64_t first, std::uint64_t count, float* out) {
+      more = StreamRows(sink, i, g.rows, g.width, [&](std::uint64_t first, std::uint64_t count, float* out) {
         for (std::uint64_t n = first; n < first + count; ++n) {
           const std::vector<std::uint8_t> row(tensor.data + n * row_bytes, tensor.data + (n + 1) * row_bytes);
           std::vector<float> values;
           DecodeGgmlBlocks(type, row, &values);
-          for (std::uint64_t k = 0; k < row_values; ++k) out[(n - first) * row_values + k] = values[k];
+          for (std::uint64_t k = 0; k < g.width; ++k) out[(n - first) * g.width + k] = values[k];
         }
       });
     }
@@ -232,6 +300,7 @@ bool IsGgmlStFile(qd::ByteView file) {
   Container container;
   if (!CheckContainer(file, "", &ignored, &container)) return false;
   const MergedTable table = TableOfFile(file, std::move(container));
+  if (MetadataValue(table, "ggml_type") != nullptr) return true;
   for (const QuantLayer& layer : FindQuantLayers(table.tensors)) {
     if (IsGgufLayer(table.tensors, layer)) return true;
   }

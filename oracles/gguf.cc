@@ -161,6 +161,8 @@ struct Parse {
       return true;
     }
     if (!Number(static_cast<int>(SmallestValue(type)), &ignored)) return Error("GGUF-005", at, "metadata", "");
+    // Section 2.2: a BOOL byte is 0 (false) or 1 (true); any other is GGUF-020.
+    if (type == 7 && ignored > 1) return Error("GGUF-020", at, "metadata", "");
     return true;
   }
 

@@ -2,10 +2,13 @@
 // the registry's "ggml_st" entry, codec and oracle alike, on files built here
 // with the tests' own writer. Expected values are worked out from
 // docs/ggml_blocks.md section 3 in the comments; expected findings from the
-// check order of docs/ggml_safetensors.md section 4.
+// check order of docs/ggml_safetensors.md sections 4 and 7.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -45,12 +48,24 @@ Bytes Q8Rows() {
   return q;
 }
 
+// One q4_0 row of two blocks (docs/ggml_blocks.md 3.1): block 0 d = 1,
+// every qs byte 0x98; block 1 d = 2, every qs byte SECOND_QS.
+Bytes Q4_0Row(std::uint8_t second_qs) {
+  Bytes q(36, 0);
+  PutHalf(&q, 0, 0x3C00);
+  for (int i = 0; i < 16; ++i) q[2 + i] = 0x98;
+  PutHalf(&q, 18, 0x4000);
+  for (int i = 0; i < 16; ++i) q[20 + i] = second_qs;
+  return q;
+}
+
 struct Read {
   qd::Outcome codec, oracle;
 };
 
-Read ReadBoth(const std::vector<RawTensor>& tensors, const std::vector<qd::SideFile>& configs) {
-  const Bytes file = qdtest::SafetensorsFile(tensors, nullptr);
+Read ReadBoth(const std::vector<RawTensor>& tensors, const std::vector<qd::SideFile>& configs,
+              const qdtest::Metadata* metadata = nullptr) {
+  const Bytes file = qdtest::SafetensorsFile(tensors, metadata);
   const qd::harness::FormatEntry& f = *qd::harness::FindFormat("ggml_st");
   return {f.codec_read({file.data(), file.size()}, "m.safetensors", configs),
           f.oracle_read({file.data(), file.size()}, "m.safetensors", configs)};
@@ -93,11 +108,7 @@ TEST(GgmlSt, DecodesQ8_0RowsAndWidensTheBias) {
 // 16..31 (high nibble 9) are 1; block 1 (the padding's) d = 2, qs 0x88: 0.
 // The padded width Kp = 64 is decoded whole (section 1).
 TEST(GgmlSt, DecodesQ4_0WithItsPaddedBlock) {
-  Bytes q(36, 0);
-  PutHalf(&q, 0, 0x3C00);
-  for (int i = 0; i < 16; ++i) q[2 + i] = 0x98;
-  PutHalf(&q, 18, 0x4000);
-  for (int i = 0; i < 16; ++i) q[20 + i] = 0x88;
+  const Bytes q = Q4_0Row(0x88);
   const Read r = ReadBoth({{"l.qweight", "U8", {1, 36}, q}}, {Config("Q4-0", 4)});
   for (const qd::Outcome* o : {&r.codec, &r.oracle}) {
     ASSERT_FALSE(o->refused);
@@ -117,6 +128,7 @@ struct RuleCase {
   const char* field;
   std::int64_t row = -1, block = -1;
   std::int64_t data_byte = -1;  // byte_offset - data start, or -1 for the fixed offsets below
+  qdtest::Metadata metadata = {};  // section 7's layout when it has ggml_type
 };
 
 TEST(GgmlSt, EveryRuleWithItsFields) {
@@ -157,11 +169,33 @@ TEST(GgmlSt, EveryRuleWithItsFields) {
       {"labelled gptq", {{"l.qweight", "U8", {2, 34}, Q8Rows()}}, {Config("q_0", 8, "gptq")}, "CFG-005",
        "quantize_config.json", "", "method"},
       {"no config", {{"l.qweight", "U8", {2, 34}, Q8Rows()}}, {}, "CFG-003", "m.safetensors", "", "config"},
+      // Section 7, the block-vector layout: no config is read (V1..V5).
+      {"V1 ggml_type spelled q4_k", {{"blocks", "U8", {2, 34}, Q8Rows()}}, {}, "GGST-001", "m.safetensors", "",
+       "ggml_type", -1, -1, -1, {{"ggml_type", "q4_k"}}},
+      {"V1 ggml_type q8_1 (not decoded)", {{"blocks", "U8", {2, 34}, Q8Rows()}}, {Config("q_0", 8)}, "GGST-001",
+       "m.safetensors", "", "ggml_type", -1, -1, -1, {{"ggml_type", "q8_1"}}},
+      {"V2 cols with a sign", {{"blocks", "U8", {2, 34}, Q8Rows()}}, {}, "GGST-003", "m.safetensors", "", "cols",
+       -1, -1, -1, {{"ggml_type", "q8_0"}, {"cols", "+32"}}},
+      {"V2 cols of 20 digits", {{"blocks", "U8", {2, 34}, Q8Rows()}}, {}, "GGST-003", "m.safetensors", "", "cols",
+       -1, -1, -1, {{"ggml_type", "q8_0"}, {"cols", "00000000000000000032"}}},
+      {"V3 blocks of rank 1", {{"blocks", "U8", {68}, Q8Rows()}}, {}, "GGST-104", "m.safetensors", "blocks",
+       "shape", -1, -1, -1, {{"ggml_type", "q8_0"}}},
+      {"V4 35 bytes a row", {{"blocks", "U8", {1, 35}, Bytes(35, 0)}}, {}, "GGST-003", "m.safetensors", "blocks",
+       "shape", -1, -1, -1, {{"ggml_type", "q8_0"}}},
+      // Two q8_0 blocks a row: Kp = 64, so 33..64 pad to it; 32 would leave
+      // a whole block of padding, 65 needs a third block.
+      {"V5 cols 32 of 64", {{"blocks", "U8", {1, 68}, Q8Rows()}}, {}, "GGST-003", "m.safetensors", "blocks", "cols",
+       -1, -1, -1, {{"ggml_type", "q8_0"}, {"cols", "32"}}},
+      {"V5 cols 65 of 64", {{"blocks", "U8", {1, 68}, Q8Rows()}}, {}, "GGST-003", "m.safetensors", "blocks", "cols",
+       -1, -1, -1, {{"ggml_type", "q8_0"}, {"cols", "65"}}},
+      {"V5 on the second block tensor", {{"a", "U8", {1, 68}, Q8Rows()}, {"b", "U8", {2, 34}, Q8Rows()}}, {},
+       "GGST-003", "m.safetensors", "b", "cols", -1, -1, -1, {{"ggml_type", "q8_0"}, {"cols", "40"}}},
   };
   for (const RuleCase& c : cases) {
-    const Bytes file = qdtest::SafetensorsFile(c.tensors, nullptr);
+    const qdtest::Metadata* metadata = c.metadata.empty() ? nullptr : &c.metadata;
+    const Bytes file = qdtest::SafetensorsFile(c.tensors, metadata);
     const std::int64_t data_start = 8 + static_cast<std::int64_t>(file[0] | (file[1] << 8));
-    const Read r = ReadBoth(c.tensors, c.configs);
+    const Read r = ReadBoth(c.tensors, c.configs, metadata);
     for (const qd::Outcome* o : {&r.codec, &r.oracle}) {
       ASSERT_TRUE(o->refused) << c.what;
       ASSERT_EQ(o->findings.size(), 1u) << c.what;
@@ -172,10 +206,9 @@ TEST(GgmlSt, EveryRuleWithItsFields) {
       EXPECT_EQ(f.field, c.field) << c.what;
       EXPECT_EQ(f.row, c.row) << c.what;
       EXPECT_EQ(f.block, c.block) << c.what;
-      const std::int64_t offset = c.data_byte >= 0 ? data_start + c.data_byte
-                                  : std::string(c.rule).rfind("GGST-1", 0) == 0 || std::string(c.rule) == "GGST-003"
-                                      ? 8
-                                      : -1;
+      const bool header_fact = std::string(c.rule).rfind("GGST-1", 0) == 0 || std::string(c.rule) == "GGST-003" ||
+                               !c.metadata.empty();
+      const std::int64_t offset = c.data_byte >= 0 ? data_start + c.data_byte : header_fact ? 8 : -1;
       EXPECT_EQ(f.byte_offset, offset) << c.what;
     }
   }
@@ -192,6 +225,114 @@ TEST(GgmlSt, AnUnknownSiblingIsAWarning) {
     EXPECT_EQ(o->findings[0].field, "perm");
     EXPECT_EQ(o->tensors.size(), 1u);  // l.weight; the I32 sibling is left out
   }
+}
+
+// Section 7: the block-vector layout is found by __metadata__ ggml_type
+// alone; its U8 tensors decode under their own names (a qweight too: no
+// layer, no config), floating tensors are widened.
+TEST(GgmlSt, BlockVectorLayoutDecodesEachU8TensorUnderItsName) {
+  const qdtest::Metadata metadata = {{"ggml_type", "q8_0"}, {"rows", "2"}};
+  const Bytes half_one_f32 = {0, 0, 0, 0x3F};  // 0.5f
+  const Bytes rows = Q8Rows();
+  const std::vector<RawTensor> tensors = {{"input", "F32", {1}, half_one_f32},
+                                          {"blocks", "U8", {2, 34}, rows},
+                                          {"l.qweight", "U8", {1, 34}, Bytes(rows.begin(), rows.begin() + 34)}};
+  const Bytes file = qdtest::SafetensorsFile(tensors, &metadata);
+  EXPECT_EQ(qd::harness::DetectFormat({file.data(), file.size()}).name, "ggml_st");
+  EXPECT_EQ(qd::harness::OracleDetectFormat({file.data(), file.size()}).name, "ggml_st");
+  const Read r = ReadBoth(tensors, {}, &metadata);
+  for (const qd::Outcome* o : {&r.codec, &r.oracle}) {
+    ASSERT_FALSE(o->refused) << (o->findings.empty() ? "" : o->findings[0].rule);
+    EXPECT_TRUE(o->findings.empty());
+    ASSERT_EQ(o->tensors.size(), 3u);
+    EXPECT_EQ(o->tensors[0].name, "input");
+    EXPECT_EQ(o->tensors[0].values, std::vector<float>{0.5f});
+    EXPECT_EQ(o->tensors[1].name, "blocks");
+    EXPECT_EQ(o->tensors[2].name, "l.qweight");
+    EXPECT_EQ(o->tensors[1].shape, (std::vector<std::uint64_t>{2, 32}));
+    EXPECT_EQ(o->tensors[2].shape, (std::vector<std::uint64_t>{1, 32}));
+    for (int i = 0; i < 32; ++i) {  // Q8Rows: (i - 16) / 2, then -3
+      EXPECT_EQ(o->tensors[1].values[i], (i - 16) / 2.0f) << i;
+      EXPECT_EQ(o->tensors[1].values[32 + i], -3.0f) << i;
+      EXPECT_EQ(o->tensors[2].values[i], (i - 16) / 2.0f) << i;
+    }
+  }
+}
+
+// Section 7's cols (K): the padded columns K .. Kp-1 are dropped. One q4_0
+// row of two blocks (docs/ggml_blocks.md 3.1, y = (nibble - 8) * d, low
+// nibbles weights 0..15, high 16..31): block 0 d = 1, bytes 0x98: 0 x16,
+// 1 x16; block 1 d = 2, bytes 0x9A: 4 x16, 2 x16. Kp = 64; K = 40 keeps
+// the first 8 weights of block 1, all 4, and drops the 2s.
+TEST(GgmlSt, BlockVectorColsDropsThePaddingColumns) {
+  const Bytes q = Q4_0Row(0x9A);
+  const qdtest::Metadata metadata = {{"ggml_type", "q4_0"}, {"cols", "040"}};
+  const Read r = ReadBoth({{"blocks", "U8", {1, 36}, q}}, {}, &metadata);
+  std::vector<float> expected(16, 0.0f);
+  expected.insert(expected.end(), 16, 1.0f);
+  expected.insert(expected.end(), 8, 4.0f);
+  for (const qd::Outcome* o : {&r.codec, &r.oracle}) {
+    ASSERT_FALSE(o->refused);
+    ASSERT_EQ(o->tensors.size(), 1u);
+    EXPECT_EQ(o->tensors[0].shape, (std::vector<std::uint64_t>{1, 40}));
+    EXPECT_EQ(o->tensors[0].values, expected);
+  }
+}
+
+// Section 7 codec against oracle on random block bytes of every type (NaN
+// scales included), random row and block counts and cols inside and just
+// outside Kp - QK < cols <= Kp: same verdict, finding, shapes and bits
+// (NaN as NaN, docs/ggml_blocks.md 1.3).
+TEST(GgmlSt, BlockVectorCodecAndOracleAgreeOnRandomBlocks) {
+  struct Geometry {
+    const char* type;
+    std::uint64_t values, bytes;  // docs/ggml_blocks.md section 3's table
+  };
+  const Geometry kTypes[] = {{"q4_0", 32, 18},  {"q4_1", 32, 20},  {"q5_0", 32, 22},   {"q5_1", 32, 24},
+                             {"q8_0", 32, 34},  {"q2_K", 256, 84}, {"q3_K", 256, 110}, {"q4_K", 256, 144},
+                             {"q5_K", 256, 176}, {"q6_K", 256, 210}, {"iq4_nl", 32, 18}, {"mxfp4", 32, 17}};
+  std::mt19937_64 rng(12);
+  int accepted = 0, refused = 0;
+  for (const Geometry& g : kTypes) {
+    for (int round = 0; round < 12; ++round) {
+      const std::uint64_t rows = 1 + rng() % 3;
+      const std::uint64_t blocks = 1 + rng() % 3;
+      const std::uint64_t padded = blocks * g.values;
+      // Kp - QK - 1 .. Kp + 1: one value each side of the accepted range
+      // (with one block Kp - QK - 1 wraps to 2^64 - 1: 20 digits, V2's case).
+      const std::uint64_t cols = padded - g.values - 1 + rng() % (g.values + 3);
+      Bytes data(rows * blocks * g.bytes);
+      for (std::uint8_t& b : data) b = static_cast<std::uint8_t>(rng());
+      const qdtest::Metadata metadata = {{"ggml_type", g.type}, {"cols", std::to_string(cols)}};
+      const Read r = ReadBoth({{"w", "U8", {rows, blocks * g.bytes}, data}}, {}, &metadata);
+      const std::string what = std::string(g.type) + " cols " + std::to_string(cols) + " of " + std::to_string(padded);
+      ASSERT_EQ(r.codec.refused, r.oracle.refused) << what;
+      const bool in_range = cols <= padded && cols + g.values > padded;
+      EXPECT_EQ(r.codec.refused, !in_range) << what;
+      if (r.codec.refused) {
+        ++refused;
+        EXPECT_EQ(r.codec.findings.back().rule, "GGST-003") << what;
+        EXPECT_EQ(r.oracle.findings.back().rule, "GGST-003") << what;
+        EXPECT_EQ(r.oracle.findings.back().field, "cols") << what;
+        continue;
+      }
+      ++accepted;
+      ASSERT_EQ(r.codec.tensors.size(), 1u) << what;
+      ASSERT_EQ(r.oracle.tensors.size(), 1u) << what;
+      EXPECT_EQ(r.codec.tensors[0].shape, (std::vector<std::uint64_t>{rows, cols})) << what;
+      EXPECT_EQ(r.oracle.tensors[0].shape, r.codec.tensors[0].shape) << what;
+      const std::vector<float>& c = r.codec.tensors[0].values;
+      const std::vector<float>& o = r.oracle.tensors[0].values;
+      ASSERT_EQ(c.size(), o.size()) << what;
+      for (std::size_t i = 0; i < c.size(); ++i) {
+        const bool same = std::bit_cast<std::uint32_t>(c[i]) == std::bit_cast<std::uint32_t>(o[i]) ||
+                          (std::isnan(c[i]) && std::isnan(o[i]));
+        ASSERT_TRUE(same) << what << " value " << i;
+      }
+    }
+  }
+  EXPECT_GT(accepted, 60);
+  EXPECT_GT(refused, 3);
 }
 
 }  // namespace

@@ -223,6 +223,41 @@ Bytes Nested(int depth) {
   return b;
 }
 
+// A file of no tensor and one pair: KEY, value type TYPE, the value's bytes.
+Bytes OnePair(const std::string& key, std::uint32_t type, const Bytes& value) {
+  Bytes b;
+  Header(&b, 0, 1);
+  Str(&b, key);
+  U32(&b, type);
+  b.insert(b.end(), value.begin(), value.end());
+  return b;
+}
+
+// Section 2.2: a BOOL byte is 0 or 1, anything else GGUF-020 at that byte,
+// a pair's own value or an element of a BOOL array at any depth. Offsets:
+// a one-byte key's pair starts at 24, its type at 24 + 9, its value at 37.
+TEST(Gguf, BoolValuesAreZeroOrOne) {
+  Bytes b;
+  Header(&b, 0, 2);
+  Str(&b, "t");
+  U32(&b, 7);
+  b.push_back(1);
+  Str(&b, "f");
+  U32(&b, 7);
+  b.push_back(0);
+  const Both zero_and_one = Read(b);
+  EXPECT_FALSE(zero_and_one.codec.refused);
+  EXPECT_FALSE(zero_and_one.oracle.refused);
+
+  ExpectRefused(OnePair("t", 7, {2}), "GGUF-020", "metadata", 37);
+  // [1, 0, 255]: element type at 37, count at 41, elements at 49.
+  ExpectRefused(OnePair("a", 9, {7, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 255}), "GGUF-020", "metadata", 51);
+  // [[0, 128]]: the inner array's element type at 49, count at 53,
+  // elements at 61.
+  ExpectRefused(OnePair("n", 9, {9, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 128}),
+                "GGUF-020", "metadata", 62);
+}
+
 TEST(Gguf, NestedArraysUpToDepthEight) {
   const Both eight = Read(Nested(8));
   EXPECT_FALSE(eight.codec.refused);

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 namespace qd::ggml {
@@ -60,6 +61,7 @@ void Library::ResolveGguf() {
   api.tensor_offset = reinterpret_cast<decltype(api.tensor_offset)>(Symbol("gguf_get_tensor_offset"));
   api.tensor_size = reinterpret_cast<decltype(api.tensor_size)>(Symbol("gguf_get_tensor_size"));
   api.free_context = reinterpret_cast<decltype(api.free_context)>(Symbol("ggml_free"));
+  api.tensor_ne = reinterpret_cast<decltype(api.tensor_ne)>(Symbol("gguf_get_tensor_ne"));
   const bool complete = api.free_context && api.init && api.free && api.version && api.alignment && api.data_offset &&
                         api.n_tensors && api.tensor_name && api.tensor_type && api.tensor_offset &&
                         api.tensor_size;
@@ -67,6 +69,8 @@ void Library::ResolveGguf() {
 }
 
 namespace {
+
+constexpr int kGgmlMaxDims = 4;  // GGML_MAX_DIMS
 
 // An in-memory FILE over the bytes (fmemopen refuses size 0: an empty
 // temporary file then).
@@ -104,10 +108,128 @@ bool Library::ReadGgufTable(const void* bytes, std::size_t size, GgufTable* out)
   const std::int64_t n = gguf_.n_tensors(ctx);
   for (std::int64_t i = 0; i < n; ++i) {
     out->tensors.push_back({gguf_.tensor_name(ctx, i), gguf_.tensor_type(ctx, i), gguf_.tensor_offset(ctx, i),
-                            gguf_.tensor_size(ctx, i)});
+                            gguf_.tensor_size(ctx, i), {}});
+    if (gguf_.tensor_ne != nullptr) {
+      const std::int64_t* ne = gguf_.tensor_ne(ctx, i);
+      out->tensors.back().ne.assign(ne, ne + kGgmlMaxDims);
+    }
   }
   gguf_.free(ctx);
   return true;
+}
+
+namespace {
+
+// ggml.h's struct ggml_init_params, passed by value to ggml_init.
+struct GgmlInitParams {
+  std::size_t mem_size;
+  void* mem_buffer;
+  bool no_alloc;
+};
+
+// gguf.h's scalar setter names by gguf_type id (9, ARRAY, has none).
+constexpr const char* kScalarSetters[] = {"gguf_set_val_u8",  "gguf_set_val_i8",   "gguf_set_val_u16",
+                                          "gguf_set_val_i16", "gguf_set_val_u32",  "gguf_set_val_i32",
+                                          "gguf_set_val_f32", "gguf_set_val_bool", "gguf_set_val_str",
+                                          nullptr,            "gguf_set_val_u64",  "gguf_set_val_i64",
+                                          "gguf_set_val_f64"};
+
+template <typename T>
+bool CallSetter(void* setter, void* ctx, const GgufWriteValue& value) {
+  if (value.bytes.size() != sizeof(T)) return false;
+  T v;
+  std::memcpy(&v, value.bytes.data(), sizeof(T));
+  reinterpret_cast<void (*)(void*, const char*, T)>(setter)(ctx, value.key.c_str(), v);
+  return true;
+}
+
+}  // namespace
+
+bool Library::SetGgufValue(void* ctx, const GgufWriteValue& value) const {
+  if (value.is_array) {
+    if (value.type == 8) {
+      auto set = reinterpret_cast<void (*)(void*, const char*, const char**, std::size_t)>(
+          Symbol("gguf_set_arr_str"));
+      std::vector<const char*> texts;
+      for (const std::string& s : value.strings) texts.push_back(s.c_str());
+      if (set != nullptr) set(ctx, value.key.c_str(), texts.data(), texts.size());
+      return set != nullptr;
+    }
+    auto set = reinterpret_cast<void (*)(void*, const char*, int, const void*, std::size_t)>(
+        Symbol("gguf_set_arr_data"));
+    // Element bytes by gguf_type id; 0 for STRING and ARRAY.
+    static constexpr std::size_t kElementBytes[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+    if (set == nullptr || value.type > 12 || kElementBytes[value.type] == 0) return false;
+    set(ctx, value.key.c_str(), static_cast<int>(value.type), value.bytes.data(),
+        value.bytes.size() / kElementBytes[value.type]);
+    return true;
+  }
+  if (value.type > 12 || kScalarSetters[value.type] == nullptr) return false;
+  void* setter = Symbol(kScalarSetters[value.type]);
+  if (setter == nullptr) return false;
+  switch (value.type) {
+    case 0: return CallSetter<std::uint8_t>(setter, ctx, value);
+    case 1: return CallSetter<std::int8_t>(setter, ctx, value);
+    case 2: return CallSetter<std::uint16_t>(setter, ctx, value);
+    case 3: return CallSetter<std::int16_t>(setter, ctx, value);
+    case 4: return CallSetter<std::uint32_t>(setter, ctx, value);
+    case 5: return CallSetter<std::int32_t>(setter, ctx, value);
+    case 6: return CallSetter<float>(setter, ctx, value);
+    case 7: return CallSetter<bool>(setter, ctx, value);
+    case 8:
+      if (value.strings.size() != 1) return false;
+      reinterpret_cast<void (*)(void*, const char*, const char*)>(setter)(ctx, value.key.c_str(),
+                                                                         value.strings[0].c_str());
+      return true;
+    case 10: return CallSetter<std::uint64_t>(setter, ctx, value);
+    case 11: return CallSetter<std::int64_t>(setter, ctx, value);
+    default: return CallSetter<double>(setter, ctx, value);
+  }
+}
+
+bool Library::WriteGguf(const std::vector<GgufWriteValue>& values, const std::vector<GgufWriteTensor>& tensors,
+                        std::vector<std::uint8_t>* out) const {
+  auto init_empty = reinterpret_cast<void* (*)()>(Symbol("gguf_init_empty"));
+  auto ggml_init = reinterpret_cast<void* (*)(GgmlInitParams)>(Symbol("ggml_init"));
+  auto tensor_overhead = reinterpret_cast<std::size_t (*)()>(Symbol("ggml_tensor_overhead"));
+  auto new_tensor = reinterpret_cast<void* (*)(void*, int, int, const std::int64_t*)>(Symbol("ggml_new_tensor"));
+  auto set_name = reinterpret_cast<void* (*)(void*, const char*)>(Symbol("ggml_set_name"));
+  auto add_tensor = reinterpret_cast<void (*)(void*, const void*)>(Symbol("gguf_add_tensor"));
+  auto set_data = reinterpret_cast<void (*)(void*, const char*, const void*)>(Symbol("gguf_set_tensor_data"));
+  auto write = reinterpret_cast<bool (*)(const void*, std::FILE*, bool)>(Symbol("gguf_write_to_file_ptr"));
+  if (!HasGguf() || !init_empty || !ggml_init || !tensor_overhead || !new_tensor || !set_name || !add_tensor ||
+      !set_data || !write) {
+    return false;
+  }
+  void* ctx = init_empty();
+  // Tensor headers only (no_alloc): the data stays the caller's.
+  void* tensor_ctx = ggml_init({tensor_overhead() * (tensors.size() + 1), nullptr, true});
+  bool ok = ctx != nullptr && tensor_ctx != nullptr;
+  for (const GgufWriteValue& value : values) ok = ok && SetGgufValue(ctx, value);
+  for (const GgufWriteTensor& t : tensors) {
+    if (!ok || t.ne.empty() || t.ne.size() > kGgmlMaxDims) {
+      ok = false;
+      break;
+    }
+    void* tensor = new_tensor(tensor_ctx, t.type, static_cast<int>(t.ne.size()), t.ne.data());
+    ok = tensor != nullptr;
+    if (!ok) break;
+    set_name(tensor, t.name.c_str());
+    add_tensor(ctx, tensor);
+    set_data(ctx, t.name.c_str(), t.data);
+  }
+  std::FILE* file = ok ? std::tmpfile() : nullptr;
+  ok = file != nullptr && write(ctx, file, false) && std::fflush(file) == 0;
+  if (ok) {
+    const long size = std::ftell(file);
+    out->assign(size > 0 ? static_cast<std::size_t>(size) : 0, 0);
+    std::rewind(file);
+    ok = size >= 0 && std::fread(out->data(), 1, out->size(), file) == out->size();
+  }
+  if (file != nullptr) std::fclose(file);
+  if (ctx != nullptr) gguf_.free(ctx);
+  if (tensor_ctx != nullptr) gguf_.free_context(tensor_ctx);
+  return ok;
 }
 
 Library::Library(Library&& other) noexcept { *this = std::move(other); }

@@ -10,6 +10,9 @@
 //   ggml_type_size(int type), ggml_blck_size(int type)
 //   gguf_init_from_file_ptr and the gguf table getters (gguf.h), when the
 //   build has them: ReadGgufTable
+//   ggml's gguf writer (gguf_init_empty, gguf_set_val_<t>, gguf_set_arr_data,
+//   gguf_set_arr_str, gguf_add_tensor of a ggml_new_tensor,
+//   gguf_set_tensor_data, gguf_write_to_file_ptr): WriteGguf
 // (ggml.h and ggml-quants.h; <type> is ggml's lower-case name, "q4_0",
 // "q6_K", "iq4_nl"; a type id is ggml's enum ggml_type value, e.g. Q4_0 = 2).
 // Only front ends and tests use it; the layering keeps codecs/ and oracles/
@@ -47,6 +50,9 @@ struct GgufTensorRow {
   int type = -1;
   std::uint64_t offset = 0;  // relative to the data section
   std::uint64_t size = 0;    // ggml_nbytes
+  // gguf_get_tensor_ne: all four dimensions, ne[0] innermost, unused ones 1
+  // (empty when the build does not export it).
+  std::vector<std::int64_t> ne;
 };
 struct GgufTable {
   bool accepted = false;
@@ -54,6 +60,25 @@ struct GgufTable {
   std::uint64_t alignment = 0;
   std::uint64_t data_offset = 0;
   std::vector<GgufTensorRow> tensors;  // in tensor-info order
+};
+
+// What WriteGguf hands to ggml's writer. A metadata value: a gguf_type id
+// (0..12 but 9) of one value, or of the elements when is_array (ggml's
+// writer has no nested arrays: its setters take no ARRAY element type).
+struct GgufWriteValue {
+  std::string key;
+  std::uint32_t type = 0;
+  bool is_array = false;
+  std::vector<std::uint8_t> bytes;   // little-endian numbers back to back; BOOL one byte, 0 or 1
+  std::vector<std::string> strings;  // the STRING values
+};
+// A tensor: ggml_new_tensor(type, ne.size(), ne) named `name`, its data
+// `data` (ggml_nbytes of it; ggml copies it when writing).
+struct GgufWriteTensor {
+  std::string name;
+  int type = 0;
+  std::vector<std::int64_t> ne;  // ne[0] innermost, 1 to 4 of them
+  const void* data = nullptr;
 };
 
 // The library at DefaultLibraryPath(), opened once per process on first use
@@ -98,6 +123,13 @@ class Library {
   // this build lacks the gguf exports or the bytes cannot be handed over.
   bool ReadGgufTable(const void* bytes, std::size_t size, GgufTable* out) const;
   bool HasGguf() const { return gguf_.init != nullptr; }
+  // ggml's writer: the .gguf file ggml writes for VALUES (in order) and
+  // TENSORS (in order; ggml places them) into *out. False when this build
+  // lacks a writer export or ggml reports a failed write. A value ggml's
+  // setters reject (general.alignment not a power-of-two UINT32) aborts the
+  // process: call it in a child for those.
+  bool WriteGguf(const std::vector<GgufWriteValue>& values, const std::vector<GgufWriteTensor>& tensors,
+                 std::vector<std::uint8_t>* out) const;
   // The same with a ggml context and no_alloc false, so ggml also allocates
   // and reads the data section (then frees both). True when ggml accepts.
   // ggml may abort the process here (docs/gguf.md 6): call it in a child.
@@ -109,6 +141,7 @@ class Library {
   Library() = default;
   void* Symbol(const std::string& name) const;
   void ResolveGguf();
+  bool SetGgufValue(void* gguf_ctx, const GgufWriteValue& value) const;
 
   void* handle_ = nullptr;
   std::string path_;
@@ -132,6 +165,7 @@ class Library {
     std::size_t (*tensor_offset)(const void* ctx, std::int64_t id) = nullptr;
     std::size_t (*tensor_size)(const void* ctx, std::int64_t id) = nullptr;
     void (*free_context)(void* ggml_ctx) = nullptr;  // ggml_free
+    const std::int64_t* (*tensor_ne)(const void* ctx, std::int64_t id) = nullptr;  // optional
   };
   GgufApi gguf_;
 };
