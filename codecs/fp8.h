@@ -67,6 +67,17 @@ struct Fp8Result {
 // Container rules, then docs/fp8.md section 3 (config) and section 5 (layers).
 Fp8Result ReadFp8(qd::ByteView file, const std::string& file_name,
                   const std::vector<qd::SideFile>& configs);
+// The same checks on an accepted container's tensor table (a file's, or a
+// model directory's merged table: docs/model_dir.md 4); CONTAINER_FINDINGS
+// come first.
+Fp8Result ReadFp8Table(TensorTable table, const std::string& file_name,
+                       const std::vector<qd::SideFile>& configs,
+                       std::vector<qd::Finding> container_findings = {});
+// docs/fp8.md section 2, Detection, on a table: a tensor is named
+// P + "weight_scale_inv".
+bool HasFp8Layer(const TensorTable& table);
+// Section 7's tensors of an accepted result to SINK (announced first).
+void StreamFp8Layers(const Fp8Result& result, TensorSink& sink);
 // docs/fp8.md section 2, Detection: the container accepts the file and a
 // tensor is named P + "weight_scale_inv". Needs no config.
 bool ClaimsFp8(qd::ByteView file);

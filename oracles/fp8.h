@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "oracles/merged_table.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
 
@@ -34,6 +35,14 @@ qd::Outcome StreamFp8File(qd::ByteView file, const std::string& file_name,
 
 // docs/fp8.md section 2, Detection.
 bool IsFp8File(qd::ByteView file);
+// The same over a table (one file, or a model directory's merged table).
+bool HasFp8Layer(const MergedTable& table);
+// Sections 3, 5 and 7 over a table of accepted containers: findings
+// appended to *outcome (naming FILE_NAME), false at the first error; else
+// the plan and tensors to SINK.
+bool StreamFp8Table(const MergedTable& table, const std::string& file_name,
+                    const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
+                    qd::TensorSink& sink);
 
 }  // namespace qd::oracle
 

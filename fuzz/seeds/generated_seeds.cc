@@ -50,7 +50,7 @@ void SafetensorsSeeds(SeedWriter& w) {
 // ---- model_dir_diff: whole directories, framed -------------------------------
 // Valid directories (every kind ModelDirValid makes), each IDX rule broken,
 // GPTQ, bitsandbytes and plain models cut into shards at drawn tensor
-// boundaries, and torch models cut into .bin shards; labelled with the
+// boundaries, torch models cut into .bin shards, and FP8 models in shards; labelled with the
 // oracle's verdict.
 
 void ModelDirSeeds(SeedWriter& w) {
@@ -78,6 +78,11 @@ void ModelDirSeeds(SeedWriter& w) {
   for (int k = 0; k < 3; ++k) {  // torch models in .bin shards with their index
     qd::gen::Rng rng(s++);
     emit(qd::gen::PtShardedModel(rng).dir);
+  }
+  for (int k = 0; k < 2; ++k) {  // FP8 models in shards, one with CFG-010 across its sources
+    qd::gen::Rng rng(s++);
+    const qd::gen::Generated file = k == 0 ? qd::gen::Fp8Valid(rng) : qd::gen::Fp8Violation("CFG-010", rng);
+    emit(qd::gen::ShardModel(file, rng));
   }
 }
 
