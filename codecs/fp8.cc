@@ -5,6 +5,7 @@
 #include "codecs/fp8.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -506,6 +507,70 @@ void Fp8DequantizeSpan(Fp8Subtype subtype, const std::uint8_t* codes, std::uint6
       for (std::uint64_t k = k0; k < k1; ++k) o[k] = o[k] / inv;
     }
   }
+}
+
+bool Fp8Encode(Fp8Subtype subtype, float x, std::uint8_t* code) {
+  const Layout& l = kLayouts[static_cast<int>(subtype)];
+  if (l.special == Layout::kE8M0) return false;
+  static constexpr std::array<std::uint8_t, 4> kNanCodes = {0x7f, 0x7d, 0x80, 0xff};  // by Layout::Special
+  if (std::isnan(x)) {
+    *code = kNanCodes[l.special];
+    return true;
+  }
+  // The largest finite code below the sign bit: its magnitude clamps.
+  static const std::array<std::uint8_t, kFp8SubtypeCount> kMaxCodes = [] {
+    std::array<std::uint8_t, kFp8SubtypeCount> max{};
+    for (int t = 0; t < kFp8SubtypeCount; ++t) {
+      for (std::uint8_t c = 1; c < 0x80; ++c) {
+        if (!Fp8CodeIsNonFinite(static_cast<Fp8Subtype>(t), c)) max[t] = c;
+      }
+    }
+    return max;
+  }();
+  const std::array<float, 256>& table = Fp8CodeTable(subtype);
+  const std::uint8_t max_code = kMaxCodes[static_cast<int>(subtype)];
+  const std::uint8_t sign = std::signbit(x) ? 0x80 : 0;
+  const double a = std::fabs(static_cast<double>(x));
+  std::uint8_t magnitude = 0;
+  if (a >= table[max_code]) {
+    magnitude = max_code;
+  } else if (a != 0.0) {
+    // Round a on its binade's grid (the subnormal grid below 2^(1 - bias)):
+    // a * 2^-q is exact, nearbyint rounds ties to even.
+    int e = 0;
+    std::frexp(a, &e);  // a in [2^(e-1), 2^e)
+    const int min_normal = 1 - l.bias;
+    const int binade = std::max(e - 1, min_normal);
+    const int q = binade - l.mantissa_bits;
+    const auto r = static_cast<std::uint32_t>(std::nearbyint(std::ldexp(a, -q)));
+    const std::uint32_t hidden = 1u << l.mantissa_bits;
+    if (r == 0) {
+      magnitude = 0;
+    } else if (r < hidden) {  // subnormal (only reached with binade == min_normal)
+      magnitude = static_cast<std::uint8_t>(r);
+    } else {
+      const bool carry = r == 2 * hidden;  // rounded up into the next binade
+      const std::uint32_t field = static_cast<std::uint32_t>(binade + (carry ? 1 : 0) + l.bias);
+      const std::uint32_t mantissa = carry ? 0 : r - hidden;
+      magnitude = static_cast<std::uint8_t>((field << l.mantissa_bits) | mantissa);
+    }
+  }
+  // fnuz has no -0.0: its pattern is the NaN.
+  *code = magnitude == 0 && l.special == Layout::kFnuz ? 0 : static_cast<std::uint8_t>(sign | magnitude);
+  return true;
+}
+
+bool Fp8QuantizeSpan(Fp8Subtype subtype, const float* weights, std::uint64_t rows,
+                     std::uint64_t in_features, const float* inv_scales, std::uint64_t blocks,
+                     std::uint64_t block_cols, std::uint8_t* codes) {
+  if (kLayouts[static_cast<int>(subtype)].special == Layout::kE8M0) return false;
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    for (std::uint64_t k = 0; k < in_features; ++k) {
+      const float scaled = weights[r * in_features + k] * inv_scales[r * blocks + k / block_cols];
+      Fp8Encode(subtype, scaled, &codes[r * in_features + k]);
+    }
+  }
+  return true;
 }
 
 void Fp8DequantizeRows(const Fp8Result& result, const Fp8Layer& layer, std::uint64_t n_begin,

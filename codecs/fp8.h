@@ -93,6 +93,19 @@ void Fp8DequantizeSpan(Fp8Subtype subtype, const std::uint8_t* codes, std::uint6
                        std::uint64_t in_features, const float* inv_scales, std::uint64_t blocks,
                        std::uint64_t block_cols, float* out);
 
+// docs/fp8.md section 9, the quantizer's cast: X to the nearest code of
+// SUBTYPE (ties to the even code), magnitudes beyond the largest finite
+// value clamped to it first, -0.0 kept where the subtype has it (fnuz: 0x00),
+// a NaN to the subtype's smallest NaN code. False for E8M0FNU (spec 004:
+// the quantizer does not produce E8M0 weights).
+bool Fp8Encode(Fp8Subtype subtype, float x, std::uint8_t* code);
+// Section 9 over a span, the inverse of Fp8DequantizeSpan's layout:
+// CODES[r][k] = Fp8Encode(fl32(WEIGHTS[r][k] * inv)), inv the row's (or the
+// row's column block's) inverse scale. False for E8M0FNU.
+bool Fp8QuantizeSpan(Fp8Subtype subtype, const float* weights, std::uint64_t rows,
+                     std::uint64_t in_features, const float* inv_scales, std::uint64_t blocks,
+                     std::uint64_t block_cols, std::uint8_t* codes);
+
 // Section 7's tensors of an accepted file to a sink (announced first) or collected.
 qd::Outcome StreamFp8File(qd::ByteView file, const std::string& file_name,
                           const std::vector<qd::SideFile>& configs, TensorSink& sink);

@@ -475,6 +475,55 @@ bool StreamFp8Table(const MergedTable& table, const std::string& file_name,
   return true;
 }
 
+bool EncodeFp8Code(const std::string& subtype, float x, std::uint8_t* code) {
+  const SubtypeSpec* spec = FindSubtype(subtype);
+  if (spec == nullptr || std::string(spec->specials) == "e8m0") return false;
+  // Every code's value; the largest finite one bounds the clamp.
+  float values[256];
+  bool finite[256];
+  double largest = 0.0;
+  for (int c = 0; c < 256; ++c) {
+    bool is_nan, is_infinite;
+    DecodeFp8Code(subtype, static_cast<std::uint8_t>(c), &values[c], &is_nan, &is_infinite);
+    finite[c] = !is_nan && !is_infinite;
+    if (finite[c] && values[c] > largest) largest = values[c];
+  }
+  if (std::isnan(x)) {
+    for (int c = 0; c < 256; ++c) {
+      if (!finite[c] && !std::isinf(values[c])) {
+        *code = static_cast<std::uint8_t>(c);
+        return true;
+      }
+    }
+  }
+  double target = x;
+  if (target > largest) target = largest;
+  if (target < -largest) target = -largest;
+  // The nearest finite code; on a tie the even mantissa field (bit 0 of
+  // the code for every encoded subtype), then the zero of x's sign.
+  int best = -1;
+  double best_distance = 0.0;
+  for (int c = 0; c < 256; ++c) {
+    if (!finite[c]) continue;
+    const double distance = std::fabs(static_cast<double>(values[c]) - target);
+    bool better = best < 0 || distance < best_distance;
+    if (!better && distance == best_distance) {
+      const bool c_even = (c & 1) == 0, best_even = (best & 1) == 0;
+      if (c_even != best_even) {
+        better = c_even;
+      } else {
+        better = std::signbit(values[c]) == std::signbit(x) && std::signbit(values[best]) != std::signbit(x);
+      }
+    }
+    if (better) {
+      best = c;
+      best_distance = distance;
+    }
+  }
+  *code = static_cast<std::uint8_t>(best);
+  return true;
+}
+
 qd::Outcome StreamFp8File(qd::ByteView file, const std::string& file_name,
                           const std::vector<qd::SideFile>& configs, qd::TensorSink& sink) {
   qd::Outcome outcome;
