@@ -112,7 +112,8 @@ void GeneratedFileSeeds(SeedWriter& w, const char* format, const char* target) {
   }
 }
 
-// ---- awq_file_diff: the AWQ generator's instances, raw and through the tail ----
+// ---- awq_file_diff: the AWQ generator's instances, raw and through the tail
+// (LLM_AWQ's cases among them) ----
 
 void AwqFileSeeds(SeedWriter& w) {
   const qd::harness::FormatEntry& awq = *qd::harness::FindFormat("awq");
@@ -138,6 +139,37 @@ void AwqFileSeeds(SeedWriter& w) {
     qd::harness::Rng rng(seed);
     const qd::harness::Generated g = awq.generate_valid(rng);
     emit(qd::fuzz::AwqRawInput(g.side_files, g.bytes), "valid");
+  }
+  // LLM_AWQ (docs/awq.md section 4), raw: a valid file and one per rule
+  // whose finding differs there, each the first generator seed from 100
+  // whose description names the LLM_AWQ case (all the words listed).
+  struct LlmCase {
+    const char* rule;  // "" for a valid file
+    std::vector<std::string> words;
+  };
+  const LlmCase llm_cases[] = {
+      {"", {"llm-awq"}},
+      {"AWQ-002", {"llm-awq"}},
+      {"AWQ-003", {"scaled_zeros has"}},
+      {"AWQ-006", {"scaled zero", "llm-awq"}},
+      {"AWQ-101", {"scaled_zeros labelled gemv_fast"}},
+      {"AWQ-101", {"labelled llm-awq"}},
+      {"AWQ-101", {"scaled_zeros is missing"}},
+      {"AWQ-104", {"LLM_AWQ"}},
+      {"AWQ-105", {"scaled_zeros is BF16"}},
+      {"AWQ-106", {"scaled zero", "llm-awq"}},
+  };
+  for (const LlmCase& c : llm_cases) {
+    for (std::uint64_t seed = 100; seed < 400; ++seed) {
+      qd::harness::Rng rng(seed);
+      const qd::harness::Generated g =
+          c.rule[0] == '\0' ? awq.generate_valid(rng) : awq.generate_violation(c.rule, rng);
+      bool named = true;
+      for (const std::string& word : c.words) named = named && g.description.find(word) != std::string::npos;
+      if (!named) continue;
+      emit(qd::fuzz::AwqRawInput(g.side_files, g.bytes), c.rule[0] == '\0' ? "valid" : c.rule);
+      break;
+    }
   }
 }
 
