@@ -15,7 +15,9 @@
 #include <rapidcheck/gtest.h>
 
 #include <bit>
+#include <cctype>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
