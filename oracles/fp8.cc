@@ -475,7 +475,8 @@ bool StreamFp8Table(const MergedTable& table, const std::string& file_name,
   return true;
 }
 
-bool EncodeFp8Code(const std::string& subtype, float x, std::uint8_t* code) {
+bool EncodeFp8Codes(const std::string& subtype, const std::vector<float>& xs,
+                    std::vector<std::uint8_t>* codes) {
   const SubtypeSpec* spec = FindSubtype(subtype);
   if (spec == nullptr || std::string(spec->specials) == "e8m0") return false;
   // Every code's value; the largest finite one bounds the clamp.
@@ -488,39 +489,40 @@ bool EncodeFp8Code(const std::string& subtype, float x, std::uint8_t* code) {
     finite[c] = !is_nan && !is_infinite;
     if (finite[c] && values[c] > largest) largest = values[c];
   }
-  if (std::isnan(x)) {
+  codes->clear();
+  for (const float x : xs) {
+    if (std::isnan(x)) {
+      int nan_code = 0;
+      while (finite[nan_code] || std::isinf(values[nan_code])) ++nan_code;
+      codes->push_back(static_cast<std::uint8_t>(nan_code));
+      continue;
+    }
+    double target = x;
+    if (target > largest) target = largest;
+    if (target < -largest) target = -largest;
+    // The nearest finite code; on a tie the even mantissa field (bit 0 of
+    // the code for every encoded subtype), then the zero of x's sign.
+    int best = -1;
+    double best_distance = 0.0;
     for (int c = 0; c < 256; ++c) {
-      if (!finite[c] && !std::isinf(values[c])) {
-        *code = static_cast<std::uint8_t>(c);
-        return true;
+      if (!finite[c]) continue;
+      const double distance = std::fabs(static_cast<double>(values[c]) - target);
+      bool better = best < 0 || distance < best_distance;
+      if (!better && distance == best_distance) {
+        const bool c_even = (c & 1) == 0, best_even = (best & 1) == 0;
+        if (c_even != best_even) {
+          better = c_even;
+        } else {
+          better = std::signbit(values[c]) == std::signbit(x) && std::signbit(values[best]) != std::signbit(x);
+        }
+      }
+      if (better) {
+        best = c;
+        best_distance = distance;
       }
     }
+    codes->push_back(static_cast<std::uint8_t>(best));
   }
-  double target = x;
-  if (target > largest) target = largest;
-  if (target < -largest) target = -largest;
-  // The nearest finite code; on a tie the even mantissa field (bit 0 of
-  // the code for every encoded subtype), then the zero of x's sign.
-  int best = -1;
-  double best_distance = 0.0;
-  for (int c = 0; c < 256; ++c) {
-    if (!finite[c]) continue;
-    const double distance = std::fabs(static_cast<double>(values[c]) - target);
-    bool better = best < 0 || distance < best_distance;
-    if (!better && distance == best_distance) {
-      const bool c_even = (c & 1) == 0, best_even = (best & 1) == 0;
-      if (c_even != best_even) {
-        better = c_even;
-      } else {
-        better = std::signbit(values[c]) == std::signbit(x) && std::signbit(values[best]) != std::signbit(x);
-      }
-    }
-    if (better) {
-      best = c;
-      best_distance = distance;
-    }
-  }
-  *code = static_cast<std::uint8_t>(best);
   return true;
 }
 

@@ -26,12 +26,13 @@ namespace qd::oracle {
 bool DecodeFp8Code(const std::string& subtype, std::uint8_t code, float* value, bool* is_nan,
                    bool* is_infinite);
 
-// docs/fp8.md section 9: the code of SUBTYPE nearest to X (after clamping
-// to the largest finite value; ties to the even mantissa field; zero keeps
-// X's sign where the subtype has -0.0; a NaN to the smallest NaN code),
-// chosen among all 256 codes as DecodeFp8Code reads them. False for
-// "float8_e8m0fnu" (not encoded) and unknown subtypes.
-bool EncodeFp8Code(const std::string& subtype, float x, std::uint8_t* code);
+// docs/fp8.md section 9: for each value x of VALUES, the code of SUBTYPE
+// nearest to x (after clamping to the largest finite value; ties to the
+// even mantissa field; zero keeps x's sign where the subtype has -0.0; a NaN
+// to the smallest NaN code), chosen among all 256 codes as DecodeFp8Code
+// reads them. False for "float8_e8m0fnu" (not encoded) and unknown subtypes.
+bool EncodeFp8Codes(const std::string& subtype, const std::vector<float>& values,
+                    std::vector<std::uint8_t>* codes);
 
 // The safetensors rules, then docs/fp8.md sections 3 and 5; the outcome's
 // tensors are section 7's.

@@ -213,9 +213,9 @@ std::uint8_t CodecEncode(Fp8Subtype subtype, float x) {
   return code;
 }
 std::uint8_t OracleEncode(Fp8Subtype subtype, float x) {
-  std::uint8_t code = 0xAA;
-  EXPECT_TRUE(qd::oracle::EncodeFp8Code(qd::codec::Fp8SubtypeName(subtype), x, &code));
-  return code;
+  std::vector<std::uint8_t> codes;
+  EXPECT_TRUE(qd::oracle::EncodeFp8Codes(qd::codec::Fp8SubtypeName(subtype), {x}, &codes));
+  return codes.size() == 1 ? codes[0] : 0xAA;
 }
 
 TEST(Fp8Encode, EveryFiniteCodeEncodesToItselfAndMidpointsToTheEvenCode) {
@@ -279,7 +279,8 @@ TEST(Fp8Encode, ClampZerosAndNan) {
   }
   std::uint8_t code = 0;
   EXPECT_FALSE(qd::codec::Fp8Encode(Fp8Subtype::kE8M0Fnu, 1.0f, &code));
-  EXPECT_FALSE(qd::oracle::EncodeFp8Code("float8_e8m0fnu", 1.0f, &code));
+  std::vector<std::uint8_t> codes;
+  EXPECT_FALSE(qd::oracle::EncodeFp8Codes("float8_e8m0fnu", {1.0f}, &codes));
 }
 
 }  // namespace
