@@ -4,8 +4,9 @@
 // in the same run as the yardstick.
 //
 // Rows of the [N, K] weight are decoded eight at a time into a 128 KiB
-// buffer, as `decode` streams a layer. Bytes/s counts the packed qweight
-// bytes; weights/s the weights written.
+// buffer, as `decode` streams a layer, once per available kernel (scalar,
+// AVX2). Bytes/s counts the packed qweight bytes; weights/s the weights
+// written.
 // Run: build/bench/bench/qd_awq_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "codecs/awq.h"
+#include "codecs/kernels.h"
 
 namespace {
 
@@ -78,10 +80,12 @@ void BM_MemcpyPacked(benchmark::State& state) {
 
 void BM_DequantizeRows(benchmark::State& state) {
   const Layer& l = TheLayer();
+  const auto kernel = static_cast<qd::codec::Kernel>(state.range(0));
+  state.SetLabel(std::string(qd::codec::KernelName(kernel)));
   std::vector<float> out(static_cast<std::size_t>(kSliceRows * kIn));
   for (auto _ : state) {
     for (std::int64_t n = 0; n < kOut; n += kSliceRows) {
-      qd::codec::AwqDequantizeRows(l.view, n, n + kSliceRows, out.data());
+      qd::codec::AwqDequantizeRows(l.view, n, n + kSliceRows, out.data(), kernel);
       benchmark::DoNotOptimize(out.data());
     }
   }
@@ -91,7 +95,11 @@ void BM_DequantizeRows(benchmark::State& state) {
 }
 
 BENCHMARK(BM_MemcpyPacked)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DequantizeRows)->Unit(benchmark::kMillisecond);
+void KernelArgs(benchmark::internal::Benchmark* b) {
+  for (qd::codec::Kernel k : qd::codec::AvailableKernels()) b->Arg(static_cast<int>(k));
+}
+
+BENCHMARK(BM_DequantizeRows)->ArgNames({"kernel"})->Apply(KernelArgs)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -1,8 +1,15 @@
 // awq_pack.cc: where each AWQ code and zero lives (docs/awq.md section 4),
-// the dequantization kernel (section 6) and the encoder (section 8).
+// the dequantization kernels (section 6: scalar, and AVX2 for GEMM, chosen
+// at run time as codecs/kernels.h says) and the encoder (section 8).
 // Built with -ffp-contract=off: section 6 is one multiply (and for GEMV_FAST
 // one add), never a fused multiply-add.
+#include <algorithm>
 #include <string>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "codecs/awq.h"
 #include "codecs/float16.h"
@@ -111,46 +118,126 @@ void AwqUnpack(const AwqLayerView& v, std::vector<std::int32_t>* codes,
   }
 }
 
-void AwqDequantizeRows(const AwqLayerView& v, std::int64_t n_begin, std::int64_t n_end,
-                       float* out) {
-  const std::uint64_t K = static_cast<std::uint64_t>(v.in_features);
+namespace {
+
+// Row n's per-group terms (section 6): GEMM, GEMV scale and integer zero;
+// GEMV_FAST scale and scaled zero.
+void GroupTerms(const AwqLayerView& v, std::uint64_t n, float* scale, std::int32_t* zero, float* zero_term) {
   const std::uint64_t N = static_cast<std::uint64_t>(v.out_features);
   const std::uint64_t G = static_cast<std::uint64_t>(v.groups);
   const std::uint64_t Z = static_cast<std::uint64_t>(v.zeros_width);
+  for (std::uint64_t g = 0; g < G; ++g) {
+    switch (v.format) {
+      case AwqFormat::kGemm:
+        scale[g] = ScaleAt(v, g * N + n);
+        zero[g] = static_cast<std::int32_t>(
+            (U32At(v.qzeros, g * (N / 8) + n / 8) >> (4 * kNibbleOfColumn[n % 8])) & 0xFu);
+        break;
+      case AwqFormat::kGemv:
+        scale[g] = ScaleAt(v, n * 8 * Z + g);
+        zero[g] = static_cast<std::int32_t>((U32At(v.qzeros, n * Z + g / 8) >> (4 * (g % 8))) & 0xFu);
+        break;
+      case AwqFormat::kGemvFast:
+        scale[g] = F16ToF32(U16At(v.scales, g * N + n));
+        zero_term[g] = F16ToF32(U16At(v.qzeros, g * N + n));
+        break;
+    }
+  }
+}
+
+// Section 6 for row n, inputs [k_begin, k_end), into dst[k].
+void ScalarRow(const AwqLayerView& v, std::uint64_t n, std::uint64_t k_begin, std::uint64_t k_end,
+               const float* scale, const std::int32_t* zero, const float* zero_term, float* dst) {
   const std::uint64_t gs = static_cast<std::uint64_t>(v.group_size);
+  for (std::uint64_t k = k_begin; k < k_end; ++k) {
+    const std::uint64_t g = k / gs;
+    const std::int32_t c = CodeAt(v, k, n);
+    if (v.format == AwqFormat::kGemvFast) {
+      // fl32(fl32(c * s) + sz): the product is exact, one rounding on the add.
+      const float product = static_cast<float>(c) * scale[g];
+      dst[k] = product + zero_term[g];
+    } else {
+      dst[k] = static_cast<float>(c - zero[g]) * scale[g];
+    }
+  }
+}
+
+#if defined(__x86_64__)
+// GEMM with AVX2 (target "avx2" without "fma": no multiply can fuse). The
+// words (k .. k+7, c) of one word column go in the eight lanes of a vector;
+// each row n of the column (n / 8 == c) takes its nibble from every lane,
+// so out[n][k .. k+7] is one store: (float)(code - zero) is exact and the one
+// multiply by the exactly widened scale rounds as the scalar multiply does.
+// Bit for bit the scalar kernel's output in the default floating-point
+// environment. Needs the group size to be a multiple of 8 (one group per
+// lane block); the K % 8 tail runs ScalarRow.
+__attribute__((target("avx2"))) void GemmRowsAvx2(const AwqLayerView& v, std::int64_t n_begin,
+                                                   std::int64_t n_end, const std::vector<float>& scales,
+                                                   const std::vector<std::int32_t>& zeros, float* out) {
+  const std::uint64_t K = static_cast<std::uint64_t>(v.in_features);
+  const std::uint64_t N = static_cast<std::uint64_t>(v.out_features);
+  const std::uint64_t G = static_cast<std::uint64_t>(v.groups);
+  const std::uint64_t gs = static_cast<std::uint64_t>(v.group_size);
+  const std::uint64_t words_per_k = N / 8;
+  const std::uint64_t k_vector = K - K % 8;
+  const __m256i nibble = _mm256_set1_epi32(0xF);
+  const std::uint64_t first = static_cast<std::uint64_t>(n_begin), last = static_cast<std::uint64_t>(n_end);
+  for (std::uint64_t c = first / 8; c * 8 < last; ++c) {
+    const std::uint64_t n0 = std::max(first, 8 * c), n1 = std::min(last, 8 * c + 8);
+    for (std::uint64_t k = 0; k < k_vector; k += 8) {
+      const std::uint8_t* w = v.qweight + 4 * (k * words_per_k + c);
+      const std::uint64_t stride = 4 * words_per_k;
+      const __m256i words = _mm256_setr_epi32(
+          static_cast<int>(U32At(w, 0)), static_cast<int>(U32At(w + stride, 0)),
+          static_cast<int>(U32At(w + 2 * stride, 0)), static_cast<int>(U32At(w + 3 * stride, 0)),
+          static_cast<int>(U32At(w + 4 * stride, 0)), static_cast<int>(U32At(w + 5 * stride, 0)),
+          static_cast<int>(U32At(w + 6 * stride, 0)), static_cast<int>(U32At(w + 7 * stride, 0)));
+      const std::uint64_t g = k / gs;
+      for (std::uint64_t n = n0; n < n1; ++n) {
+        const std::uint64_t r = n - first;
+        const __m128i shift = _mm_cvtsi32_si128(4 * kNibbleOfColumn[n % 8]);
+        const __m256i codes = _mm256_and_si256(_mm256_srl_epi32(words, shift), nibble);
+        const __m256i centred = _mm256_sub_epi32(codes, _mm256_set1_epi32(zeros[r * G + g]));
+        const __m256 values = _mm256_mul_ps(_mm256_cvtepi32_ps(centred), _mm256_set1_ps(scales[r * G + g]));
+        _mm256_storeu_ps(out + r * K + k, values);
+      }
+    }
+  }
+  for (std::uint64_t n = first; k_vector < K && n < last; ++n) {
+    const std::uint64_t r = n - first;
+    ScalarRow(v, n, k_vector, K, scales.data() + r * G, zeros.data() + r * G, nullptr, out + r * K);
+  }
+}
+#endif
+
+}  // namespace
+
+void AwqDequantizeRows(const AwqLayerView& v, std::int64_t n_begin, std::int64_t n_end, float* out,
+                       Kernel kernel) {
+  const std::uint64_t K = static_cast<std::uint64_t>(v.in_features);
+  const std::uint64_t G = static_cast<std::uint64_t>(v.groups);
+#if defined(__x86_64__)
+  if (HasAvx2Code(kernel) && v.format == AwqFormat::kGemm && v.group_size % 8 == 0 && n_end > n_begin) {
+    const std::uint64_t rows = static_cast<std::uint64_t>(n_end - n_begin);
+    std::vector<float> scales(rows * G), unused(G);
+    std::vector<std::int32_t> zeros(rows * G);
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      GroupTerms(v, static_cast<std::uint64_t>(n_begin) + r, scales.data() + r * G, zeros.data() + r * G,
+                 unused.data());
+    }
+    GemmRowsAvx2(v, n_begin, n_end, scales, zeros, out);
+    return;
+  }
+#else
+  (void)kernel;
+#endif
   std::vector<float> scale(G), zero_term(G);  // per group of the row
   std::vector<std::int32_t> zero(G);
   for (std::int64_t row = n_begin; row < n_end; ++row) {
     const std::uint64_t n = static_cast<std::uint64_t>(row);
-    for (std::uint64_t g = 0; g < G; ++g) {
-      switch (v.format) {
-        case AwqFormat::kGemm:
-          scale[g] = ScaleAt(v, g * N + n);
-          zero[g] = static_cast<std::int32_t>(
-              (U32At(v.qzeros, g * (N / 8) + n / 8) >> (4 * kNibbleOfColumn[n % 8])) & 0xFu);
-          break;
-        case AwqFormat::kGemv:
-          scale[g] = ScaleAt(v, n * 8 * Z + g);
-          zero[g] = static_cast<std::int32_t>((U32At(v.qzeros, n * Z + g / 8) >> (4 * (g % 8))) & 0xFu);
-          break;
-        case AwqFormat::kGemvFast:
-          scale[g] = F16ToF32(U16At(v.scales, g * N + n));
-          zero_term[g] = F16ToF32(U16At(v.qzeros, g * N + n));
-          break;
-      }
-    }
-    float* dst = out + (n - static_cast<std::uint64_t>(n_begin)) * K;
-    for (std::uint64_t k = 0; k < K; ++k) {
-      const std::uint64_t g = k / gs;
-      const std::int32_t c = CodeAt(v, k, n);
-      if (v.format == AwqFormat::kGemvFast) {
-        // fl32(fl32(c * s) + sz): the product is exact, one rounding on the add.
-        const float product = static_cast<float>(c) * scale[g];
-        dst[k] = product + zero_term[g];
-      } else {
-        dst[k] = static_cast<float>(c - zero[g]) * scale[g];
-      }
-    }
+    GroupTerms(v, n, scale.data(), zero.data(), zero_term.data());
+    ScalarRow(v, n, 0, K, scale.data(), zero.data(), zero_term.data(),
+              out + (n - static_cast<std::uint64_t>(n_begin)) * K);
   }
 }
 

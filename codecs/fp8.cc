@@ -5,8 +5,8 @@
 #include "codecs/fp8.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
-#include <limits>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -16,6 +16,7 @@
 
 #include "codecs/finding.h"
 #include "codecs/gptq.h"
+#include "codecs/layer_stream.h"
 #include "codecs/safetensors.h"
 #include "codecs/strict_json.h"
 
@@ -158,7 +159,8 @@ class Reader {
     Add(rule, qd::Severity::kError, file_, tensor, std::move(field), kHeaderOffset, std::move(message));
     return false;
   }
-  bool ReadConfigObject(const qd::SideFile& side, const nlohmann::json& object);
+  bool ReadConfigObject(const qd::SideFile& side, const nlohmann::json& object, Fp8Config* config);
+  bool CompareSources(const std::vector<std::pair<const qd::SideFile*, Fp8Config>>& sources);
   std::optional<std::size_t> Find(const std::string& name) const {
     const auto it = by_name_.find(name);
     if (it == by_name_.end()) return std::nullopt;
@@ -173,9 +175,9 @@ class Reader {
   const std::string& file_;
 };
 
-// Section 3, steps K1..K7 on the config object of SIDE.
-bool Reader::ReadConfigObject(const qd::SideFile& side, const nlohmann::json& object) {
-  Fp8Config& c = r_->config;
+// Section 3, steps K1..K7 on the config object of SIDE, read into *CONFIG.
+bool Reader::ReadConfigObject(const qd::SideFile& side, const nlohmann::json& object, Fp8Config* config) {
+  Fp8Config& c = *config;
   for (const char* key : {"method", "quant_method"}) {
     const auto it = object.find(key);
     if (it == object.end() || it->is_null()) continue;
@@ -237,8 +239,50 @@ bool Reader::ReadConfigObject(const qd::SideFile& side, const nlohmann::json& ob
   return true;
 }
 
-// Section 3: the first source, in priority order, is the config.
+// Section 3, K8 CFG-010: each later source agrees with the winner on what
+// it gives: the subtype its format names, weight_scale_method,
+// weight_block_size (in that order; the first difference stops).
+bool Reader::CompareSources(const std::vector<std::pair<const qd::SideFile*, Fp8Config>>& sources) {
+  static constexpr std::array<const char*, 3> kScalingNames = {"tensor", "row", "block"};
+  const std::string& winner = sources.front().first->name;
+  const Fp8Config& w = sources.front().second;
+  auto subtype = [](const Fp8Config& c) { return c.has_subtype ? std::string(Fp8SubtypeName(c.subtype)) : "none"; };
+  auto method = [](const Fp8Config& c) { return c.scale_method < 0 ? "none" : kScalingNames[c.scale_method]; };
+  auto block = [](const Fp8Config& c) {
+    return c.block_rows == 0 ? std::string("none")
+                             : "[" + std::to_string(c.block_rows) + ", " + std::to_string(c.block_cols) + "]";
+  };
+  for (std::size_t i = 1; i < sources.size(); ++i) {
+    const Fp8Config& o = sources[i].second;
+    const char* field = nullptr;
+    std::string mine, theirs;
+    if (o.has_subtype && subtype(o) != subtype(w)) {
+      field = "format";
+      mine = subtype(w);
+      theirs = subtype(o);
+    } else if (o.scale_method >= 0 && o.scale_method != w.scale_method) {
+      field = "weight_scale_method";
+      mine = method(w);
+      theirs = method(o);
+    } else if (o.block_rows != 0 && block(o) != block(w)) {
+      field = "weight_block_size";
+      mine = block(w);
+      theirs = block(o);
+    }
+    if (field != nullptr) {
+      Add("CFG-010", qd::Severity::kError, winner, "", field, kConfigOffset,
+          std::string(field) + " is " + mine + " in " + winner + " but " + theirs + " in " +
+              sources[i].first->name + "; the sources must agree");
+      return false;
+    }
+  }
+  return true;
+}
+
+// Section 3: every source in priority order through K0..K7; the first is
+// the config; K8 compares the others with it.
 bool Reader::Config(const std::vector<qd::SideFile>& configs) {
+  std::vector<std::pair<const qd::SideFile*, Fp8Config>> sources;
   for (const qd::SideFile& side : configs) {
     const std::optional<nlohmann::json> doc = ParseStrictJson(side.bytes.data(), side.bytes.size());
     if (!doc || !doc->is_object()) {
@@ -253,9 +297,13 @@ bool Reader::Config(const std::vector<qd::SideFile>& configs) {
       }
       object = &*nested;
     }
-    return ReadConfigObject(side, *object);
+    Fp8Config config;
+    if (!ReadConfigObject(side, *object, &config)) return false;
+    sources.emplace_back(&side, config);
   }
-  return true;
+  if (sources.empty()) return true;
+  r_->config = sources.front().second;
+  return CompareSources(sources);
 }
 
 // L1..L5 for the layer PREFIX (section 5).
@@ -394,9 +442,16 @@ Fp8Result ReadFp8(qd::ByteView file, const std::string& file_name,
                   const std::vector<qd::SideFile>& configs) {
   ContainerResult container = ReadContainer(file, file_name);
   if (container.refused) return ContainerRefusal<Fp8Result>(std::move(container.findings));
+  return ReadFp8Table(TensorTable::FromContainer(std::move(container.container)), file_name, configs,
+                      std::move(container.findings));
+}
+
+Fp8Result ReadFp8Table(TensorTable table, const std::string& file_name,
+                       const std::vector<qd::SideFile>& configs,
+                       std::vector<qd::Finding> container_findings) {
   Fp8Result result;
-  result.findings = std::move(container.findings);
-  result.table = TensorTable::FromContainer(std::move(container.container));
+  result.findings = std::move(container_findings);
+  result.table = std::move(table);
   Reader reader(&result, file_name);
   if (!reader.Config(configs)) return result;
   // Section 2: layers in the storage order of their first member.
@@ -420,13 +475,16 @@ Fp8Result ReadFp8(qd::ByteView file, const std::string& file_name,
   return result;
 }
 
-bool ClaimsFp8(qd::ByteView file) {
-  ContainerResult r = ReadContainer(file, "");
-  if (r.refused) return false;
-  for (const TensorEntry& t : r.container.tensors) {
-    if (PrefixOf(t.name, kScaleSuffix)) return true;
+bool HasFp8Layer(const TensorTable& table) {
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (PrefixOf(table[i].name, kScaleSuffix)) return true;
   }
   return false;
+}
+
+bool ClaimsFp8(qd::ByteView file) {
+  ContainerResult r = ReadContainer(file, "");
+  return !r.refused && HasFp8Layer(TensorTable::FromContainer(std::move(r.container)));
 }
 
 void Fp8DequantizeSpan(Fp8Subtype subtype, const std::uint8_t* codes, std::uint64_t rows,
@@ -449,6 +507,70 @@ void Fp8DequantizeSpan(Fp8Subtype subtype, const std::uint8_t* codes, std::uint6
       for (std::uint64_t k = k0; k < k1; ++k) o[k] = o[k] / inv;
     }
   }
+}
+
+bool Fp8Encode(Fp8Subtype subtype, float x, std::uint8_t* code) {
+  const Layout& l = kLayouts[static_cast<int>(subtype)];
+  if (l.special == Layout::kE8M0) return false;
+  static constexpr std::array<std::uint8_t, 4> kNanCodes = {0x7f, 0x7d, 0x80, 0xff};  // by Layout::Special
+  if (std::isnan(x)) {
+    *code = kNanCodes[l.special];
+    return true;
+  }
+  // The largest finite code below the sign bit: its magnitude clamps.
+  static const std::array<std::uint8_t, kFp8SubtypeCount> kMaxCodes = [] {
+    std::array<std::uint8_t, kFp8SubtypeCount> max{};
+    for (int t = 0; t < kFp8SubtypeCount; ++t) {
+      for (std::uint8_t c = 1; c < 0x80; ++c) {
+        if (!Fp8CodeIsNonFinite(static_cast<Fp8Subtype>(t), c)) max[t] = c;
+      }
+    }
+    return max;
+  }();
+  const std::array<float, 256>& table = Fp8CodeTable(subtype);
+  const std::uint8_t max_code = kMaxCodes[static_cast<int>(subtype)];
+  const std::uint8_t sign = std::signbit(x) ? 0x80 : 0;
+  const double a = std::fabs(static_cast<double>(x));
+  std::uint8_t magnitude = 0;
+  if (a >= table[max_code]) {
+    magnitude = max_code;
+  } else if (a != 0.0) {
+    // Round a on its binade's grid (the subnormal grid below 2^(1 - bias)):
+    // a * 2^-q is exact, nearbyint rounds ties to even.
+    int e = 0;
+    std::frexp(a, &e);  // a in [2^(e-1), 2^e)
+    const int min_normal = 1 - l.bias;
+    const int binade = std::max(e - 1, min_normal);
+    const int q = binade - l.mantissa_bits;
+    const auto r = static_cast<std::uint32_t>(std::nearbyint(std::ldexp(a, -q)));
+    const std::uint32_t hidden = 1u << l.mantissa_bits;
+    if (r == 0) {
+      magnitude = 0;
+    } else if (r < hidden) {  // subnormal (only reached with binade == min_normal)
+      magnitude = static_cast<std::uint8_t>(r);
+    } else {
+      const bool carry = r == 2 * hidden;  // rounded up into the next binade
+      const std::uint32_t field = static_cast<std::uint32_t>(binade + (carry ? 1 : 0) + l.bias);
+      const std::uint32_t mantissa = carry ? 0 : r - hidden;
+      magnitude = static_cast<std::uint8_t>((field << l.mantissa_bits) | mantissa);
+    }
+  }
+  // fnuz has no -0.0: its pattern is the NaN.
+  *code = magnitude == 0 && l.special == Layout::kFnuz ? 0 : static_cast<std::uint8_t>(sign | magnitude);
+  return true;
+}
+
+bool Fp8QuantizeSpan(Fp8Subtype subtype, const float* weights, std::uint64_t rows,
+                     std::uint64_t in_features, const float* inv_scales, std::uint64_t blocks,
+                     std::uint64_t block_cols, std::uint8_t* codes) {
+  if (kLayouts[static_cast<int>(subtype)].special == Layout::kE8M0) return false;
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    for (std::uint64_t k = 0; k < in_features; ++k) {
+      const float scaled = weights[r * in_features + k] * inv_scales[r * blocks + k / block_cols];
+      Fp8Encode(subtype, scaled, &codes[r * in_features + k]);
+    }
+  }
+  return true;
 }
 
 void Fp8DequantizeRows(const Fp8Result& result, const Fp8Layer& layer, std::uint64_t n_begin,
@@ -474,47 +596,26 @@ void Fp8DequantizeRows(const Fp8Result& result, const Fp8Layer& layer, std::uint
   Fp8DequantizeSpan(layer.subtype, codes, n_end - n_begin, K, inv.data(), blocks, block_cols, out);
 }
 
+void StreamFp8Layers(const Fp8Result& r, TensorSink& sink) {
+  // Section 7: storage order; a layer's weight decoded where it lies, its
+  // scale consumed, other floating tensors widened, the rest left out.
+  std::vector<LayerOutput> outputs;
+  std::vector<bool> consumed(r.table.size(), false);
+  for (const Fp8Layer& l : r.layers) {
+    outputs.push_back({l.weight, l.prefix + "weight", l.out_features, l.in_features});
+    consumed[l.scale_inv] = true;
+  }
+  StreamLayersAndFloats(r.table, outputs, consumed, sink,
+                        [&](std::size_t l, std::uint64_t row, std::uint64_t count, float* out) {
+                          Fp8DequantizeRows(r, r.layers[l], row, row + count, out);
+                        });
+}
+
 qd::Outcome StreamFp8File(qd::ByteView file, const std::string& file_name,
                           const std::vector<qd::SideFile>& configs, TensorSink& sink) {
   Fp8Result r = ReadFp8(file, file_name, configs);
   qd::Outcome outcome{r.refused, std::move(r.findings), {}};
-  if (r.refused) return outcome;
-  // Section 7: storage order; a layer's weight decoded where it lies, its
-  // scale consumed, other floating tensors widened, the rest left out.
-  const TensorTable& t = r.table;
-  constexpr std::size_t kPlain = std::numeric_limits<std::size_t>::max();
-  std::vector<std::size_t> layer_at(t.size(), kPlain);
-  std::vector<bool> consumed(t.size(), false);
-  for (std::size_t l = 0; l < r.layers.size(); ++l) {
-    layer_at[r.layers[l].weight] = l;
-    consumed[r.layers[l].scale_inv] = true;
-  }
-  std::vector<std::pair<std::size_t, std::size_t>> items;
-  std::vector<TensorInfo> plan;
-  for (std::size_t i : StorageOrder(t)) {
-    if (layer_at[i] != kPlain) {
-      const Fp8Layer& l = r.layers[layer_at[i]];
-      items.emplace_back(i, layer_at[i]);
-      plan.push_back({l.prefix + "weight", {l.out_features, l.in_features}});
-    } else if (!consumed[i] && IsFloatDtype(t[i].dtype)) {
-      items.emplace_back(i, kPlain);
-      plan.push_back({std::string(t[i].name), t[i].shape});
-    }
-  }
-  if (!sink.Plan(plan)) return outcome;
-  for (std::size_t j = 0; j < items.size(); ++j) {
-    if (items[j].second == kPlain) {
-      if (!t.StreamFloat(items[j].first, j, sink)) break;
-      continue;
-    }
-    const Fp8Layer& l = r.layers[items[j].second];
-    if (!StreamRows(sink, j, l.out_features, l.in_features,
-                    [&](std::uint64_t row, std::uint64_t count, float* out) {
-                      Fp8DequantizeRows(r, l, row, row + count, out);
-                    })) {
-      break;
-    }
-  }
+  if (!r.refused) StreamFp8Layers(r, sink);
   return outcome;
 }
 

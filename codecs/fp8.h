@@ -67,6 +67,17 @@ struct Fp8Result {
 // Container rules, then docs/fp8.md section 3 (config) and section 5 (layers).
 Fp8Result ReadFp8(qd::ByteView file, const std::string& file_name,
                   const std::vector<qd::SideFile>& configs);
+// The same checks on an accepted container's tensor table (a file's, or a
+// model directory's merged table: docs/model_dir.md 4); CONTAINER_FINDINGS
+// come first.
+Fp8Result ReadFp8Table(TensorTable table, const std::string& file_name,
+                       const std::vector<qd::SideFile>& configs,
+                       std::vector<qd::Finding> container_findings = {});
+// docs/fp8.md section 2, Detection, on a table: a tensor is named
+// P + "weight_scale_inv".
+bool HasFp8Layer(const TensorTable& table);
+// Section 7's tensors of an accepted result to SINK (announced first).
+void StreamFp8Layers(const Fp8Result& result, TensorSink& sink);
 // docs/fp8.md section 2, Detection: the container accepts the file and a
 // tensor is named P + "weight_scale_inv". Needs no config.
 bool ClaimsFp8(qd::ByteView file);
@@ -81,6 +92,19 @@ void Fp8DequantizeRows(const Fp8Result& result, const Fp8Layer& layer, std::uint
 void Fp8DequantizeSpan(Fp8Subtype subtype, const std::uint8_t* codes, std::uint64_t rows,
                        std::uint64_t in_features, const float* inv_scales, std::uint64_t blocks,
                        std::uint64_t block_cols, float* out);
+
+// docs/fp8.md section 9, the quantizer's cast: X to the nearest code of
+// SUBTYPE (ties to the even code), magnitudes beyond the largest finite
+// value clamped to it first, -0.0 kept where the subtype has it (fnuz: 0x00),
+// a NaN to the subtype's smallest NaN code. False for E8M0FNU (spec 004:
+// the quantizer does not produce E8M0 weights).
+bool Fp8Encode(Fp8Subtype subtype, float x, std::uint8_t* code);
+// Section 9 over a span, the inverse of Fp8DequantizeSpan's layout:
+// CODES[r][k] = Fp8Encode(fl32(WEIGHTS[r][k] * inv)), inv the row's (or the
+// row's column block's) inverse scale. False for E8M0FNU.
+bool Fp8QuantizeSpan(Fp8Subtype subtype, const float* weights, std::uint64_t rows,
+                     std::uint64_t in_features, const float* inv_scales, std::uint64_t blocks,
+                     std::uint64_t block_cols, std::uint8_t* codes);
 
 // Section 7's tensors of an accepted file to a sink (announced first) or collected.
 qd::Outcome StreamFp8File(qd::ByteView file, const std::string& file_name,

@@ -21,6 +21,7 @@
 #include "codecs/bnb_pt_layers.h"
 #include "codecs/finding.h"
 #include "codecs/awq.h"
+#include "codecs/fp8.h"
 #include "codecs/gptq.h"
 #include "codecs/pt.h"
 #include "codecs/rbq.h"
@@ -479,8 +480,8 @@ bool DirReader::CheckNoBlockDtypes(const Index& index, const std::vector<Contain
   return true;
 }
 
-// Step 11 and section 5: detection on the table (bitsandbytes, recognised, GPTQ,
-// else the container alone), the format's rules, its decoded tensors.
+// Step 11 and section 5: detection on the table (bitsandbytes, recognised, AWQ,
+// GPTQ, FP8, else the container alone), the format's rules, its decoded tensors.
 // Findings about a tensor of an index set name its shard (section 4).
 void DirReader::ReadFormat(TensorTable table, const std::string& name, const Index* index,
                            TensorSink& sink, Kernel kernel) {
@@ -489,6 +490,7 @@ void DirReader::ReadFormat(TensorTable table, const std::string& name, const Ind
   std::optional<GptqResult> gptq;
   std::optional<RecognisedResult> recognised;
   std::optional<AwqResult> awq;
+  std::optional<Fp8Result> fp8;
   if (bnb.is_bnb) {
     read_->format = "bnb";
     findings = std::move(bnb.findings);
@@ -508,11 +510,20 @@ void DirReader::ReadFormat(TensorTable table, const std::string& name, const Ind
     gptq = ReadGptqTable(std::move(bnb.table), name, Configs());
     findings = std::move(gptq->findings);
     outcome_.refused = gptq->refused;
+  } else if (HasFp8Layer(bnb.table)) {  // after GPTQ (docs/fp8.md section 2)
+    read_->format = "fp8";
+    fp8 = ReadFp8Table(std::move(bnb.table), name, Configs());
+    findings = std::move(fp8->findings);
+    outcome_.refused = fp8->refused;
   } else {
     read_->format = "safetensors";
   }
   if (index != nullptr && !findings.empty()) {
-    const TensorTable& t = gptq ? gptq->table : recognised ? recognised->table : awq ? awq->table : bnb.table;
+    const TensorTable& t = gptq         ? gptq->table
+                           : recognised ? recognised->table
+                           : awq        ? awq->table
+                           : fp8        ? fp8->table
+                                        : bnb.table;
     std::unordered_map<std::string_view, std::uint32_t> shard_of;
     for (std::size_t i = 0; i < t.size(); ++i) shard_of.emplace(t[i].name, t[i].shard);
     for (qd::Finding& f : findings) {
@@ -531,6 +542,8 @@ void DirReader::ReadFormat(TensorTable table, const std::string& name, const Ind
     StreamAwqLayers(*awq, sink);
   } else if (gptq) {
     StreamGptqLayers(*gptq, sink, kernel);
+  } else if (fp8) {
+    StreamFp8Layers(*fp8, sink);
   } else {
     bnb.table.StreamFloats(sink);
   }

@@ -23,7 +23,7 @@ namespace qd::codec {
 
 // What the reading found besides its outcome.
 struct ModelDirRead {
-  // The format read: "gptq", "bnb", "recognised", "safetensors", or a one-file set's own
+  // The format read: "bnb", "recognised", "awq", "gptq", "fp8", "safetensors", or a one-file set's own
   // ("rbq", "pt"); empty when refused before detection.
   std::string format;
   std::size_t shards = 0;  // weight files read (1 without an index)

@@ -26,7 +26,7 @@ seconds="${1:-60}"
 shift || true
 all_targets=(safetensors_header_diff rbq_file_diff rbq_roundtrip rbq_matvec bnb_file_diff
              bnb_roundtrip gptq_file_diff gptq_config_diff gptq_roundtrip pt_file_diff
-             recognised_file_diff model_dir_diff ggml_blocks_diff fp8_file_diff gguf_file_diff ggml_st_file_diff)
+             recognised_file_diff model_dir_diff ggml_blocks_diff fp8_file_diff fp8_roundtrip gguf_file_diff ggml_st_file_diff)
 if [[ $# -gt 0 ]]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -eq 0 ]]; then
   echo "usage: $0 [SECONDS] [TARGET...]" >&2
@@ -49,6 +49,7 @@ max_len_of() {
     ggml_st_file_diff) echo 16384 ;;    # a quantize config + a whole GGUF-family file
     model_dir_diff) echo 32768 ;;       # whole directories: index, shards, configs
     fp8_file_diff) echo 8192 ;;         # edits + tail, or config sources + a whole file in raw mode
+    fp8_roundtrip) echo 4104 ;;         # 16 x 64 binary32 weights + tail
     *) echo 4096 ;;
   esac
 }

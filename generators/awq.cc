@@ -1,5 +1,7 @@
 // Generators for AWQ checkpoints (rules AWQ-*, and the config rules CFG-003
-// and CFG-005 an AWQ file can break; docs/awq.md). Layers are packed with the
+// and CFG-005 an AWQ file can break; docs/awq.md): GEMM, GEMV, GEMV_FAST and
+// LLM_AWQ (GEMV_FAST's layout with P.scaled_zeros, labelled format llm-awq
+// or tagged backend: llm-awq; docs/awq.md section 4). Layers are packed with the
 // codec's encoder (codec::AwqEncode) and written with
 // codec::SerializeSafetensors; the config is one of the three shapes the
 // upstream tools write (GPT-QModel quantize_config.json, AutoAWQ's
@@ -46,7 +48,7 @@ std::uint16_t SomeHalf(Rng& rng) {
 }
 
 struct AwqDraft {
-  std::string version = "gemm";
+  std::string version = "gemm";  // gemm, gemv, gemv_fast or llm-awq
   std::int64_t k = 0, n = 0, group_size = 0;  // group_size as the config says (-1 allowed)
   bool sym = false;
   int style = 0;  // 0 GPT-QModel, 1 AutoAWQ config.json, 2 AutoAWQ legacy
@@ -54,6 +56,10 @@ struct AwqDraft {
   Json config;
 
   std::int64_t Group() const { return group_size == -1 ? k : group_size; }
+  // GEMV_FAST's layout: its own and LLM_AWQ's (docs/awq.md section 4).
+  bool Fast() const { return version == "gemv_fast" || version == "llm-awq"; }
+  // The zero member's suffix: LLM_AWQ names it scaled_zeros.
+  std::string Zeros() const { return version == "llm-awq" ? "scaled_zeros" : "qzeros"; }
   std::int64_t G() const { return k / Group(); }
 
   TensorWithBytes* Find(const std::string& name) { return FindTensor(tensors, name); }
@@ -74,23 +80,32 @@ struct AwqDraft {
 };
 
 Json ConfigFor(const AwqDraft& d, Rng& rng) {
-  std::string v = d.version;
+  // LLM_AWQ: GPT-QModel writes format llm-awq; AutoAWQ-style configs carry
+  // the producer tag backend: llm-awq beside version gemv_fast (spec 004).
+  const bool llm = d.version == "llm-awq";
+  std::string v = llm && d.style != 0 ? "gemv_fast" : d.version;
   if (Coin(rng, 4)) {
     for (char& c : v) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);  // "GEMM"
   }
+  Json config;
   switch (d.style) {
     case 0:
-      return Json{{"bits", 4},          {"group_size", d.group_size}, {"desc_act", false},
-                  {"method", "awq"},    {"quant_method", "awq"},      {"format", d.version},
-                  {"checkpoint_format", d.version}, {"pack_dtype", "int32"},
-                  {"zero_point", !d.sym}, {"version", v}};
+      config = Json{{"bits", 4},          {"group_size", d.group_size}, {"desc_act", false},
+                    {"method", "awq"},    {"quant_method", "awq"},      {"format", d.version},
+                    {"checkpoint_format", d.version}, {"pack_dtype", "int32"},
+                    {"zero_point", !d.sym}, {"version", v}};
+      break;
     case 1:
-      return Json{{"bits", 4}, {"group_size", d.group_size}, {"modules_to_not_convert", nullptr},
-                  {"quant_method", "awq"}, {"version", v}, {"zero_point", !d.sym}};
+      config = Json{{"bits", 4}, {"group_size", d.group_size}, {"modules_to_not_convert", nullptr},
+                    {"quant_method", "awq"}, {"version", v}, {"zero_point", !d.sym}};
+      break;
     default:
-      return Json{{"zero_point", !d.sym}, {"q_group_size", d.group_size}, {"w_bit", 4},
-                  {"version", v}, {"modules_to_not_convert", nullptr}};
+      config = Json{{"zero_point", !d.sym}, {"q_group_size", d.group_size}, {"w_bit", 4},
+                    {"version", v}, {"modules_to_not_convert", nullptr}};
+      break;
   }
+  if (llm && (d.style != 0 || Coin(rng))) config["backend"] = Coin(rng, 4) ? "LLM-AWQ" : "llm-awq";
+  return config;
 }
 
 // One layer P of the draft's version: codes, zeros and scales drawn here,
@@ -103,8 +118,8 @@ void AddLayer(AwqDraft& d, const std::string& prefix, bool bias, Rng& rng) {
   std::vector<std::uint16_t> scales(static_cast<std::size_t>(G * N));
   for (auto& s : scales) s = SomeHalf(rng);
   const codec::AwqFormat format = d.version == "gemv" ? codec::AwqFormat::kGemv
-                                  : d.version == "gemv_fast" ? codec::AwqFormat::kGemvFast
-                                                              : codec::AwqFormat::kGemm;
+                                  : d.Fast()             ? codec::AwqFormat::kGemvFast
+                                                         : codec::AwqFormat::kGemm;
   codec::AwqPacked packed;
   std::string error;
   codec::AwqEncode(format, K, N, d.group_size, codes, zeros, &packed, &error);
@@ -143,7 +158,7 @@ void AddLayer(AwqDraft& d, const std::string& prefix, bool bias, Rng& rng) {
       break;
   }
   if (fast) {
-    d.tensors.push_back(Tensor(prefix + "qzeros", "F16", grid_shape, Le(scaled, 2)));
+    d.tensors.push_back(Tensor(prefix + d.Zeros(), "F16", grid_shape, Le(scaled, 2)));
   } else {
     d.tensors.push_back(Tensor(prefix + "qzeros", "I32", shape(packed.qzeros_shape), Le(packed.qzeros, 4)));
   }
@@ -158,14 +173,15 @@ void AddLayer(AwqDraft& d, const std::string& prefix, bool bias, Rng& rng) {
 // A random valid draft with LAYERS layers (0: one or two).
 AwqDraft MakeDraft(Rng& rng, int layers = 0, const std::string& version = "") {
   AwqDraft d;
-  d.version = !version.empty() ? version : std::vector<std::string>{"gemm", "gemv", "gemv_fast"}[Pick(rng, 3)];
+  d.version = !version.empty() ? version
+                               : std::vector<std::string>{"gemm", "gemv", "gemv_fast", "llm-awq"}[Pick(rng, 4)];
   const std::vector<std::int64_t> sizes = {-1, 32, 64, 128};
   d.group_size = sizes[Pick(rng, sizes.size())];
   const std::int64_t groups = 1 + static_cast<std::int64_t>(Pick(rng, 4));
   d.k = d.group_size == -1 ? 64 * (1 + static_cast<std::int64_t>(Pick(rng, 3))) : d.group_size * groups;
-  if (d.version == "gemv_fast" && d.k % 64 != 0) d.k *= 2;
+  if (d.Fast() && d.k % 64 != 0) d.k *= 2;
   d.n = d.version == "gemm" ? 8 * (1 + static_cast<std::int64_t>(Pick(rng, 4)))
-        : d.version == "gemv_fast" ? 4 * (1 + static_cast<std::int64_t>(Pick(rng, 6)))
+        : d.Fast() ? 4 * (1 + static_cast<std::int64_t>(Pick(rng, 6)))
                                    : 1 + static_cast<std::int64_t>(Pick(rng, 24));
   d.sym = Coin(rng, 3);
   d.style = static_cast<int>(Pick(rng, 3));
@@ -197,21 +213,24 @@ Generated Violate(const std::string& rule, Rng& rng) {
     return d.Write(rule, "bits is not 4");
   }
   if (rule == "AWQ-002") {
-    AwqDraft d = MakeDraft(rng, 1, "gemv_fast");
+    const std::string version = Coin(rng) ? "gemv_fast" : "llm-awq";
+    AwqDraft d = MakeDraft(rng, 1, version);
     TensorWithBytes* q = d.Find(kP + "qweight");
     q->spec.shape[1] += 32;  // K no longer a multiple of 64
     q->bytes.resize(2 * q->spec.shape[0] * q->spec.shape[1]);
     q->spec.byte_size = q->bytes.size();
-    return d.Write(rule, "gemv_fast in_features not a multiple of 64");
+    return d.Write(rule, version + " in_features not a multiple of 64");
   }
   if (rule == "AWQ-003" || rule == "AWQ-004") {
-    AwqDraft d = MakeDraft(rng, 1, "gemm");
-    TensorWithBytes* t = d.Find(kP + (rule == "AWQ-003" ? "qzeros" : "scales"));
+    // AWQ-003 also on LLM_AWQ's scaled_zeros grid [8Z, N].
+    const std::string version = rule == "AWQ-003" && Coin(rng, 3) ? "llm-awq" : "gemm";
+    AwqDraft d = MakeDraft(rng, 1, version);
+    TensorWithBytes* t = d.Find(kP + (rule == "AWQ-003" ? d.Zeros() : "scales"));
     const std::size_t row = t->bytes.size() / t->spec.shape[0];
     t->spec.shape[0] += 1;
     t->bytes.resize(t->bytes.size() + row);
     t->spec.byte_size = t->bytes.size();
-    return d.Write(rule, rule == "AWQ-003" ? "qzeros has an extra row" : "scales has an extra row");
+    return d.Write(rule, rule == "AWQ-003" ? d.Zeros() + " has an extra row" : "scales has an extra row");
   }
   if (rule == "AWQ-005") {
     AwqDraft d = MakeDraft(rng, 1, Coin(rng) ? "gemm" : "gemv");
@@ -223,29 +242,48 @@ Generated Violate(const std::string& rule, Rng& rng) {
     return d.Write(rule, "group_size does not divide in_features");
   }
   if (rule == "AWQ-006") {
-    AwqDraft d = MakeDraft(rng, 1, Coin(rng) ? "gemv" : "gemv_fast");
+    const std::string version = std::vector<std::string>{"gemv", "gemv_fast", "llm-awq"}[Pick(rng, 3)];
+    AwqDraft d = MakeDraft(rng, 1, version);
     // MakeDraft's G is at most 8 and below 8Z: there is a padding slot.
     const std::int64_t Z2 = codec::AwqZerosWidth(d.k, d.Group());
     const std::int64_t G2 = d.G();
     const std::int64_t slot = G2 + static_cast<std::int64_t>(Pick(rng, static_cast<std::uint64_t>(8 * Z2 - G2)));
     const std::int64_t n = static_cast<std::int64_t>(Pick(rng, static_cast<std::uint64_t>(d.n)));
-    TensorWithBytes* s = d.Find(kP + "scales");
+    // GEMV_FAST, LLM_AWQ: the padding row of the scaled zeros or of the scales.
+    const bool in_zeros = d.Fast() && Coin(rng);
+    TensorWithBytes* s = d.Find(kP + (in_zeros ? d.Zeros() : "scales"));
     if (d.version == "gemv") {
       SetHalf(s, static_cast<std::size_t>(n * 8 * Z2 + slot), 0x3c00);
     } else {
       SetHalf(s, static_cast<std::size_t>(slot * d.n + n), 0x3c00);
     }
-    return d.Write(rule, "a padding scale slot is 1.0");
+    return d.Write(rule, std::string("a padding ") + (in_zeros ? "scaled zero" : "scale") + " slot is 1.0");
   }
   if (rule == "AWQ-101") {
-    AwqDraft d = MakeDraft(rng, 1);
-    // qzeros: a layer without scales (and without an I16 qweight) is no AWQ
-    // layer by detection (docs/awq.md section 2).
-    const std::string gone = kP + "qzeros";
-    for (std::size_t i = 0; i < d.tensors.size(); ++i) {
-      if (d.tensors[i].spec.name == gone) d.tensors.erase(d.tensors.begin() + static_cast<std::ptrdiff_t>(i));
+    switch (Pick(rng, 3)) {
+      case 0: {
+        // LLM_AWQ tensors (scaled_zeros) labelled gemv_fast: qzeros is missing.
+        AwqDraft d = MakeDraft(rng, 1, "llm-awq");
+        d.version = "gemv_fast";
+        d.config = ConfigFor(d, rng);
+        return d.Write(rule, "scaled_zeros labelled gemv_fast: qzeros is missing");
+      }
+      case 1: {
+        // GEMV_FAST tensors (qzeros) labelled llm-awq: scaled_zeros is missing.
+        AwqDraft d = MakeDraft(rng, 1, "gemv_fast");
+        d.version = "llm-awq";
+        d.config = ConfigFor(d, rng);
+        return d.Write(rule, "qzeros labelled llm-awq: scaled_zeros is missing");
+      }
+      default: {
+        AwqDraft d = MakeDraft(rng, 1);
+        // The zero member: a layer without scales (and without an I16
+        // qweight) is no AWQ layer by detection (docs/awq.md section 2).
+        const std::string gone = kP + d.Zeros();
+        RemoveTensor(d.tensors, gone);
+        return d.Write(rule, gone + " is missing");
+      }
     }
-    return d.Write(rule, gone + " is missing");
   }
   if (rule == "AWQ-102") {
     AwqDraft d = MakeDraft(rng, 1);
@@ -258,12 +296,25 @@ Generated Violate(const std::string& rule, Rng& rng) {
     return d.Write(rule, "the second layer carries a GPTQ g_idx");
   }
   if (rule == "AWQ-104") {
+    if (Coin(rng, 3)) {
+      // LLM_AWQ: a P.qzeros beside P.scaled_zeros is no member.
+      AwqDraft d = MakeDraft(rng, 1, "llm-awq");
+      TensorWithBytes copy = *d.Find(kP + "scaled_zeros");
+      copy.spec.name = kP + "qzeros";
+      d.tensors.push_back(std::move(copy));
+      return d.Write(rule, "qzeros beside an LLM_AWQ layer's scaled_zeros");
+    }
     AwqDraft d = MakeDraft(rng, 1);
     d.tensors.push_back(Tensor(kP + std::vector<std::string>{"perm", "wf", "extra"}[Pick(rng, 3)], "I32",
                                {1}, {1, 0, 0, 0}));
     return d.Write(rule, "an unknown sibling of the layer");
   }
   if (rule == "AWQ-105") {
+    if (Coin(rng, 3)) {
+      AwqDraft d = MakeDraft(rng, 1, "llm-awq");
+      d.Find(kP + "scaled_zeros")->spec.dtype = "BF16";  // GEMV_FAST's scaled zeros are F16
+      return d.Write(rule, "scaled_zeros is BF16");
+    }
     AwqDraft d = MakeDraft(rng, 1, "gemm");
     d.Find(kP + "qzeros")->spec.dtype = "F32";
     return d.Write(rule, "qzeros is F32");
@@ -275,14 +326,17 @@ Generated Violate(const std::string& rule, Rng& rng) {
     const std::int64_t n = static_cast<std::int64_t>(Pick(rng, static_cast<std::uint64_t>(d.n)));
     const std::size_t at = d.version == "gemv" ? static_cast<std::size_t>(n * s->spec.shape[1] + g)
                                                : static_cast<std::size_t>(g * d.n + n);
-    SetHalf(s, at, Coin(rng) ? 0x7c00 : 0x7e00);
-    return d.Write(rule, "a scale is an infinity or a NaN");
+    // GEMV_FAST, LLM_AWQ: a real group's scaled zero instead, sometimes.
+    const bool in_zeros = d.Fast() && Coin(rng);
+    SetHalf(in_zeros ? d.Find(kP + d.Zeros()) : s, at, Coin(rng) ? 0x7c00 : 0x7e00);
+    return d.Write(rule, std::string("a ") + (in_zeros ? "scaled zero" : "scale") + " is an infinity or a NaN");
   }
   if (rule == "CFG-003") {
     return MakeDraft(rng).Write(rule, "no config source", false);
   }
   if (rule == "CFG-005") {
     AwqDraft d = MakeDraft(rng);
+    d.config.erase("backend");  // the llm-awq tag would force method awq (docs/awq.md 3)
     d.config[d.style == 0 ? "method" : "quant_method"] = "gptq";
     if (d.style == 0) d.config["quant_method"] = "gptq";
     return d.Write(rule, "AWQ tensors labelled method gptq");

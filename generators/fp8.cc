@@ -1,8 +1,9 @@
 // Generators for FP8 weight checkpoints (rules FP8-*; docs/fp8.md): one or
 // two layers P.weight (an FP8 dtype, every code finite) beside
 // P.weight_scale_inv F32 as a scalar, per row or per block, an optional F16
-// bias, and the config as GPT-QModel's quantize_config.json or a
-// config.json quantization_config (or none, where the tensors say it all).
+// bias, and the config as GPT-QModel's quantize_config.json, a config.json
+// quantization_config, both (as save_quantized writes them; the second may
+// give fewer keys) or none, where the tensors say it all.
 // Each violation starts from a valid draft and breaks one thing, chosen so
 // that every step before it in docs/fp8.md section 5 passes.
 #include <algorithm>
@@ -53,9 +54,13 @@ struct Fp8Draft {
   Fp8Subtype subtype = Fp8Subtype::kE4M3Fn;
   int scaling = 0;  // 0 tensor, 1 row, 2 block
   std::uint64_t n = 0, k = 0, br = 0, bc = 0;
-  int style = 0;  // 0 quantize_config.json, 1 config.json, 2 no config
+  int style = 0;  // 0 quantize_config.json, 1 config.json, 2 no config, 3 both
   std::vector<TensorWithBytes> tensors;
   Json config;
+  // Style 3: config.json's quantization_config is the config without these
+  // keys, then with these members set (a disagreement, CFG-010).
+  std::vector<std::string> second_drops;
+  Json second_sets = Json::object();
 
   TensorWithBytes* Find(const std::string& name) { return FindTensor(tensors, name); }
   void Erase(const std::string& name) { RemoveTensor(tensors, name); }
@@ -67,10 +72,21 @@ struct Fp8Draft {
     g.description = what + " (FP8 " + codec::Fp8SubtypeName(subtype) + ", " + kScalings[scaling] + ", N " +
                     std::to_string(n) + ", K " + std::to_string(k) + ")";
     if (style == 2) return g;
-    const std::string text =
-        style == 1 ? Json{{"model_type", "llama"}, {"quantization_config", config}}.dump(2) : config.dump(2);
-    g.side_files.push_back({style == 1 ? "config.json" : "quantize_config.json",
-                            std::vector<std::uint8_t>(text.begin(), text.end())});
+    auto side = [&](const char* name, const Json& quantization) {
+      const std::string text =
+          std::string(name) == "config.json"
+              ? Json{{"model_type", "llama"}, {"quantization_config", quantization}}.dump(2)
+              : quantization.dump(2);
+      g.side_files.push_back({name, std::vector<std::uint8_t>(text.begin(), text.end())});
+    };
+    if (style != 1) side("quantize_config.json", config);
+    if (style == 1) side("config.json", config);
+    if (style == 3) {
+      Json second = config;
+      for (const std::string& key : second_drops) second.erase(key);
+      for (const auto& [key, value] : second_sets.items()) second[key] = value;
+      side("config.json", second);
+    }
     return g;
   }
 };
@@ -116,7 +132,8 @@ Fp8Draft MakeDraft(Rng& rng, int layers = 0, int scaling = -1) {
   // Without a config the tensors must say everything: no fnuz, no blocks.
   const bool needs_config = d.scaling == 2 || d.subtype == Fp8Subtype::kE4M3Fnuz ||
                             d.subtype == Fp8Subtype::kE5M2Fnuz;
-  d.style = static_cast<int>(Pick(rng, needs_config ? 2 : 3));
+  const int style = static_cast<int>(Pick(rng, needs_config ? 3 : 4));
+  d.style = needs_config && style == 2 ? 3 : style;
   d.config = Json{{"bits", 8},
                   {"group_size", -1},
                   {"method", "fp8"},
@@ -126,6 +143,15 @@ Fp8Draft MakeDraft(Rng& rng, int layers = 0, int scaling = -1) {
                   {"weight_scale_method", kScalings[d.scaling]},
                   {"weight_block_size", d.scaling == 2 ? Json{d.br, d.bc} : Json(nullptr)},
                   {"weight_scale_semantics", "inverse"}};
+  // A second source may give fewer keys (the format's pair, the scaling's
+  // pair: a block method keeps its size, K7); what it gives agrees (docs/fp8.md 3, K8).
+  if (d.style == 3) {
+    for (const char* key : {"format", "weight_scale_method"}) {
+      if (!Coin(rng, 3)) continue;
+      d.second_drops.push_back(key);
+      d.second_drops.push_back(std::string(key) == "format" ? "checkpoint_format" : "weight_block_size");
+    }
+  }
   if (Coin(rng)) {
     std::vector<std::uint8_t> dense(2 * 16);
     for (std::size_t i = 0; i < dense.size(); i += 2) dense[i + 1] = static_cast<std::uint8_t>(0x30 + Pick(rng, 16));
@@ -157,6 +183,31 @@ Generated Violate(const std::string& rule, Rng& rng) {
         d.config["weight_scale_method"] = "block";
         d.config["weight_block_size"] = nullptr;
         return d.Write(rule, "block method without a block size");
+    }
+  }
+  if (rule == "CFG-010") {
+    // Both sources, config.json's quantization_config giving another value
+    // of one key the winner (quantize_config.json) reads (docs/fp8.md 3, K8).
+    Fp8Draft d = MakeDraft(rng);
+    d.style = 3;
+    d.second_drops.clear();
+    switch (Pick(rng, 3)) {
+      case 0: {
+        const int other = (static_cast<int>(d.subtype) + 1 + static_cast<int>(Pick(rng, 4))) % codec::kFp8SubtypeCount;
+        const char* name = codec::Fp8SubtypeName(static_cast<Fp8Subtype>(other));
+        d.second_sets = Json{{"format", name}, {"checkpoint_format", name}};
+        return d.Write(rule, "the sources disagree on format");
+      }
+      case 1: {
+        const int other = (d.scaling + 1 + static_cast<int>(Pick(rng, 2))) % 3;
+        d.second_sets = Json{{"weight_scale_method", kScalings[other]}};
+        if (other == 2) d.second_sets["weight_block_size"] = Json{d.br, d.bc};
+        return d.Write(rule, "the sources disagree on weight_scale_method");
+      }
+      default:
+        d.second_sets = Json{{"weight_block_size", Json{d.br + 1, d.bc}}};
+        if (d.scaling != 2) d.second_sets["weight_scale_method"] = nullptr;
+        return d.Write(rule, "the sources disagree on weight_block_size");
     }
   }
   if (rule == "FP8-002") {
@@ -249,14 +300,15 @@ Generated Violate(const std::string& rule, Rng& rng) {
 }  // namespace
 
 std::vector<std::string> Fp8ViolableRules() {
-  return {"FP8-001", "FP8-002", "FP8-003", "FP8-004", "FP8-005", "FP8-006", "FP8-007", "FP8-101"};
+  return {"FP8-001", "FP8-002", "FP8-003", "FP8-004", "FP8-005", "FP8-006", "FP8-007", "FP8-101", "CFG-010"};
 }
 
 Generated Fp8Violation(std::string_view rule, Rng& rng) { return Violate(std::string(rule), rng); }
 
 Generated Fp8Valid(Rng& rng) {
   Fp8Draft d = MakeDraft(rng);
-  static const char* const kStyles[] = {"quantize_config.json", "config.json", "no config"};
+  static const char* const kStyles[] = {"quantize_config.json", "config.json", "no config",
+                                        "quantize_config.json and config.json"};
   return d.Write("", std::string("valid file, ") + kStyles[d.style]);
 }
 

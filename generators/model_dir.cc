@@ -1,5 +1,5 @@
 // model_dir.cc: valid model directories (docs/model_dir.md): a single-file
-// model made by another generator (GPTQ, bitsandbytes, plain safetensors)
+// model made by another generator (GPTQ, bitsandbytes, FP8, plain safetensors)
 // cut into shards at tensor boundaries, with model.safetensors.index.json
 // and the model's config sources as the directory's configs; RBQ and .pt
 // models as the one weight file of a set without an index. Shards are written
@@ -274,14 +274,17 @@ void AddIgnoredEntries(DirDraft* d, Rng& rng) {
 using namespace dir_gen;
 
 GeneratedDir ModelDirValid(Rng& rng) {
-  // GPTQ, bitsandbytes or a plain container, cut into shards; RBQ or a
+  // GPTQ, bitsandbytes, FP8 or a plain container, cut into shards; RBQ or a
   // torch file as the one weight file of a set without an index (RBQ
   // checkpoints are single files: IDX-013).
-  const std::uint64_t kind = Pick(rng, 8);
+  const std::uint64_t kind = Pick(rng, 9);
   DirDraft d;
   std::string model;
-  if (kind < 6) {
-    const Generated g = kind < 3 ? GptqValid(rng) : kind < 5 ? BnbValid(rng) : SafetensorsValid(rng);
+  if (kind < 6 || kind == 8) {
+    const Generated g = kind == 8 ? Fp8Valid(rng)
+                        : kind < 3 ? GptqValid(rng)
+                        : kind < 5 ? BnbValid(rng)
+                                   : SafetensorsValid(rng);
     model = g.description;
     d = DraftOf(g, rng);
   } else {

@@ -378,7 +378,8 @@ const std::vector<FormatEntry>& Formats() {
        .oracle_claims = &oracle::IsFp8File,
        .generate_valid = &gen::Fp8Valid,
        .violable_rules = &gen::Fp8ViolableRules,
-       .generate_violation = &gen::Fp8Violation},
+       .generate_violation = &gen::Fp8Violation,
+       .hosted_prefixes = {"CFG-"}},  // CFG-010 across its config sources (docs/fp8.md 3)
       // Its own container (a ZIP or a legacy pickle, never a safetensors
       // header): after the safetensors formats, whose claims need a header.
       {.name = "pt",

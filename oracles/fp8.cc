@@ -10,7 +10,6 @@
 #include "oracles/bytes.h"
 #include "oracles/finding.h"
 #include "oracles/json.h"
-#include "oracles/merged_table.h"
 #include "oracles/safetensors.h"
 
 namespace qd::oracle {
@@ -183,9 +182,42 @@ bool ReadConfigObject(const JsonDocument& doc, std::uint32_t object, const std::
   return true;
 }
 
-// Section 3: the first source in priority order is the config (a
-// config.json without quantization_config is not a source).
+// Section 3, K8 CFG-010: a later source OTHER disagrees with the winner W
+// when it gives a subtype, a weight_scale_method or a weight_block_size
+// (checked in that order) that W does not give alike. Sets *field and
+// *detail for the first such key.
+bool Disagree(const Settings& w, const Settings& other, const char** field, std::string* detail) {
+  auto shown = [](const std::string& v) { return v.empty() ? std::string("none") : v; };
+  auto block = [](const Settings& s) {
+    return s.block_rows == 0 ? std::string()
+                             : "[" + std::to_string(s.block_rows) + ", " + std::to_string(s.block_cols) + "]";
+  };
+  std::string mine, theirs;
+  if (!other.subtype.empty() && other.subtype != w.subtype) {
+    *field = "format";
+    mine = w.subtype;
+    theirs = other.subtype;
+  } else if (!other.method.empty() && other.method != w.method) {
+    *field = "weight_scale_method";
+    mine = w.method;
+    theirs = other.method;
+  } else if (other.block_rows != 0 && block(other) != block(w)) {
+    *field = "weight_block_size";
+    mine = block(w);
+    theirs = block(other);
+  } else {
+    return false;
+  }
+  *detail = shown(mine) + " against " + shown(theirs);
+  return true;
+}
+
+// Section 3: every source in priority order through K0..K7 (a config.json
+// without quantization_config is not a source); the first is the config,
+// and K8 compares each later one with it.
 bool ReadConfig(const std::vector<qd::SideFile>& configs, Checker& check, Settings* settings) {
+  std::vector<Settings> sources;
+  std::vector<std::string> names;
   for (const qd::SideFile& side : configs) {
     JsonDocument doc;
     JsonError error;
@@ -205,7 +237,20 @@ bool ReadConfig(const std::vector<qd::SideFile>& configs, Checker& check, Settin
                           "quantization_config is not an object");
       }
     }
-    return ReadConfigObject(doc, object, side.name, check, settings);
+    Settings source;
+    if (!ReadConfigObject(doc, object, side.name, check, &source)) return false;
+    sources.push_back(source);
+    names.push_back(side.name);
+  }
+  if (sources.empty()) return true;
+  *settings = sources[0];
+  for (std::size_t i = 1; i < sources.size(); ++i) {
+    const char* field = nullptr;
+    std::string detail;
+    if (Disagree(sources[0], sources[i], &field, &detail)) {
+      return check.Fail("CFG-010", names[0], "", field, -1,
+                        std::string("the config sources disagree on ") + field + ": " + detail + " in " + names[i]);
+    }
   }
   return true;
 }
@@ -372,15 +417,12 @@ bool DecodeFp8Code(const std::string& subtype, std::uint8_t code, float* value, 
   return true;
 }
 
-qd::Outcome StreamFp8File(qd::ByteView file, const std::string& file_name,
-                          const std::vector<qd::SideFile>& configs, qd::TensorSink& sink) {
-  qd::Outcome outcome;
-  Container container;
-  if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
-  const MergedTable table = TableOfFile(file, std::move(container));
-  Checker check(&outcome, file_name);
+bool StreamFp8Table(const MergedTable& table, const std::string& file_name,
+                    const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
+                    qd::TensorSink& sink) {
+  Checker check(outcome, file_name);
   Settings settings;
-  if (!ReadConfig(configs, check, &settings)) return outcome;
+  if (!ReadConfig(configs, check, &settings)) return false;
   // Section 2: a prefix per weight_scale_inv, and per FP8-typed weight, in
   // the storage order of the first member met.
   std::vector<Layer> layers;
@@ -394,7 +436,7 @@ qd::Outcome StreamFp8File(qd::ByteView file, const std::string& file_name,
     if (!known) layers.push_back(Layer{prefix});
   }
   for (Layer& layer : layers) {
-    if (!CheckLayer(table, settings, check, &layer)) return outcome;
+    if (!CheckLayer(table, settings, check, &layer)) return false;
   }
   // Section 7.
   std::vector<qd::TensorInfo> plan;
@@ -417,7 +459,7 @@ qd::Outcome StreamFp8File(qd::ByteView file, const std::string& file_name,
     order.push_back(&t);
     layer_of.push_back(as_weight);
   }
-  if (!sink.Plan(plan)) return outcome;
+  if (!sink.Plan(plan)) return true;
   for (std::size_t i = 0; i < order.size(); ++i) {
     bool more;
     if (layer_of[i] == nullptr) {
@@ -430,6 +472,66 @@ qd::Outcome StreamFp8File(qd::ByteView file, const std::string& file_name,
     }
     if (!more) break;
   }
+  return true;
+}
+
+bool EncodeFp8Codes(const std::string& subtype, const std::vector<float>& xs,
+                    std::vector<std::uint8_t>* codes) {
+  const SubtypeSpec* spec = FindSubtype(subtype);
+  if (spec == nullptr || std::string(spec->specials) == "e8m0") return false;
+  // Every code's value; the largest finite one bounds the clamp.
+  float values[256];
+  bool finite[256];
+  double largest = 0.0;
+  for (int c = 0; c < 256; ++c) {
+    bool is_nan, is_infinite;
+    DecodeFp8Code(subtype, static_cast<std::uint8_t>(c), &values[c], &is_nan, &is_infinite);
+    finite[c] = !is_nan && !is_infinite;
+    if (finite[c] && values[c] > largest) largest = values[c];
+  }
+  codes->clear();
+  for (const float x : xs) {
+    if (std::isnan(x)) {
+      int nan_code = 0;
+      while (finite[nan_code] || std::isinf(values[nan_code])) ++nan_code;
+      codes->push_back(static_cast<std::uint8_t>(nan_code));
+      continue;
+    }
+    double target = x;
+    if (target > largest) target = largest;
+    if (target < -largest) target = -largest;
+    // The nearest finite code; on a tie the even mantissa field (bit 0 of
+    // the code for every encoded subtype), then the zero of x's sign.
+    int best = -1;
+    double best_distance = 0.0;
+    for (int c = 0; c < 256; ++c) {
+      if (!finite[c]) continue;
+      const double distance = std::fabs(static_cast<double>(values[c]) - target);
+      bool better = best < 0 || distance < best_distance;
+      if (!better && distance == best_distance) {
+        const bool c_even = (c & 1) == 0, best_even = (best & 1) == 0;
+        if (c_even != best_even) {
+          better = c_even;
+        } else {
+          better = std::signbit(values[c]) == std::signbit(x) && std::signbit(values[best]) != std::signbit(x);
+        }
+      }
+      if (better) {
+        best = c;
+        best_distance = distance;
+      }
+    }
+    codes->push_back(static_cast<std::uint8_t>(best));
+  }
+  return true;
+}
+
+qd::Outcome StreamFp8File(qd::ByteView file, const std::string& file_name,
+                          const std::vector<qd::SideFile>& configs, qd::TensorSink& sink) {
+  qd::Outcome outcome;
+  Container container;
+  if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
+  StreamFp8Table(TableOfFile(file, std::move(container)), file_name, configs, &outcome, sink);
   return outcome;
 }
 
@@ -441,8 +543,11 @@ qd::Outcome ReadFp8File(qd::ByteView file, const std::string& file_name,
 bool IsFp8File(qd::ByteView file) {
   qd::Outcome ignored;
   Container container;
-  if (!CheckContainer(file, "", &ignored, &container)) return false;
-  for (const ContainerTensor& t : container.tensors) {
+  return CheckContainer(file, "", &ignored, &container) && HasFp8Layer(TableOfFile(file, std::move(container)));
+}
+
+bool HasFp8Layer(const MergedTable& table) {
+  for (const TableTensor& t : table.tensors) {
     std::string prefix;
     if (LayerPrefix(t.name, "weight_scale_inv", &prefix)) return true;
   }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "oracles/merged_table.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
 
@@ -25,6 +26,14 @@ namespace qd::oracle {
 bool DecodeFp8Code(const std::string& subtype, std::uint8_t code, float* value, bool* is_nan,
                    bool* is_infinite);
 
+// docs/fp8.md section 9: for each value x of VALUES, the code of SUBTYPE
+// nearest to x (after clamping to the largest finite value; ties to the
+// even mantissa field; zero keeps x's sign where the subtype has -0.0; a NaN
+// to the smallest NaN code), chosen among all 256 codes as DecodeFp8Code
+// reads them. False for "float8_e8m0fnu" (not encoded) and unknown subtypes.
+bool EncodeFp8Codes(const std::string& subtype, const std::vector<float>& values,
+                    std::vector<std::uint8_t>* codes);
+
 // The safetensors rules, then docs/fp8.md sections 3 and 5; the outcome's
 // tensors are section 7's.
 qd::Outcome ReadFp8File(qd::ByteView file, const std::string& file_name,
@@ -34,6 +43,14 @@ qd::Outcome StreamFp8File(qd::ByteView file, const std::string& file_name,
 
 // docs/fp8.md section 2, Detection.
 bool IsFp8File(qd::ByteView file);
+// The same over a table (one file, or a model directory's merged table).
+bool HasFp8Layer(const MergedTable& table);
+// Sections 3, 5 and 7 over a table of accepted containers: findings
+// appended to *outcome (naming FILE_NAME), false at the first error; else
+// the plan and tensors to SINK.
+bool StreamFp8Table(const MergedTable& table, const std::string& file_name,
+                    const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
+                    qd::TensorSink& sink);
 
 }  // namespace qd::oracle
 

@@ -25,6 +25,7 @@
 #include "oracles/bnb_pt_layers.h"
 #include "oracles/finding.h"
 #include "oracles/awq.h"
+#include "oracles/fp8.h"
 #include "oracles/gptq.h"
 #include "oracles/json.h"
 #include "oracles/merged_table.h"
@@ -182,7 +183,7 @@ bool FindWeightSet(const qd::ModelDirListing& listing, qd::Outcome* outcome, Wei
 // Section 3: a set of one weight file and no index is read exactly as that
 // file alone, with the configs found beside it: the detection order of the
 // file readers (README "Which format a file is": RBQ, bitsandbytes,
-// recognised, GPTQ, torch, else the safetensors container).
+// recognised, AWQ, GPTQ, FP8, torch, else the safetensors container).
 
 qd::Outcome StreamSingleFile(const qd::DirEntry& entry, const std::string& file_name,
                              const std::vector<qd::SideFile>& configs, qd::TensorSink& sink,
@@ -207,6 +208,10 @@ qd::Outcome StreamSingleFile(const qd::DirEntry& entry, const std::string& file_
   if (IsGptqFile(file)) {
     *format = "gptq";
     return StreamGptqFile(file, file_name, configs, sink);
+  }
+  if (IsFp8File(file)) {  // after GPTQ (docs/fp8.md section 2)
+    *format = "fp8";
+    return StreamFp8File(file, file_name, configs, sink);
   }
   if (IsPtFile(file)) {
     *format = "pt";
@@ -510,8 +515,8 @@ void NameShards(const qd::ModelDirListing& listing, const MergedTable& table,
   }
 }
 
-// Detection over the merged table (bitsandbytes, recognised, GPTQ, else the
-// container alone) and the format's rules and output.
+// Detection over the merged table (bitsandbytes, recognised, AWQ, GPTQ, FP8,
+// else the container alone) and the format's rules and output.
 void StreamMergedTable(const qd::ModelDirListing& listing, const std::vector<Shard>& shards,
                        const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
                        qd::TensorSink& sink, std::string* format) {
@@ -531,6 +536,9 @@ void StreamMergedTable(const qd::ModelDirListing& listing, const std::vector<Sha
   } else if (HasGptqLayer(table)) {
     *format = "gptq";
     StreamGptqTable(table, listing.dir, configs, outcome, sink);
+  } else if (HasFp8Layer(table)) {
+    *format = "fp8";
+    StreamFp8Table(table, listing.dir, configs, outcome, sink);
   } else {
     *format = "safetensors";
     StreamFloatTable(table, sink);

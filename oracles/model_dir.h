@@ -22,9 +22,10 @@ namespace qd::oracle {
 // qd::codec::ModelDirRead says the same things, written separately).
 struct ModelDirRead {
   // The format detected for the weight set: over the merged table of an
-  // index's shards "bnb", "gptq" or "safetensors" (docs/model_dir.md 4), or
-  // "pt" for torch shards; for a single weight file the file's own: "rbq",
-  // "bnb", "gptq", "pt" or "safetensors". Empty when the directory is
+  // index's shards "bnb", "recognised", "awq", "gptq", "fp8" or "safetensors"
+  // (docs/model_dir.md 4), or "pt" for torch shards; for a single weight file
+  // the file's own: "rbq", "bnb", "recognised", "awq", "gptq", "fp8", "pt" or
+  // "safetensors". Empty when the directory is
   // refused before detection (a container refusal included).
   std::string format;
   std::size_t shards = 0;  // weight files read (1 without an index)

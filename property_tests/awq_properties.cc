@@ -8,19 +8,28 @@
 //    again) put it: GEMM nibble i with [0,2,4,6,1,3,5,7][i] = n % 8; GEMV
 //    nibble k % 8 of word (n, k / 8); GEMV_FAST the shuffle, interleave and
 //    nibble of section 4.
+//  * GEMM dequantization (section 6) on every kernel equals the scalar
+//    kernel bit for bit, and the scalar kernel equals fl32((c - z) * s)
+//    computed here from the codes and zeros drawn: any K (also not a
+//    multiple of 8), group sizes that are and are not multiples of 8, F16,
+//    BF16 and F32 scales of any bits (subnormal, infinite, NaN), any row range.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "codecs/awq.h"
+#include "codecs/kernels.h"
 #include "codecs/safetensors.h"
 #include "harness/differ.h"
 #include "harness/registry.h"
 #include "oracles/awq.h"
+#include "property_tests/gen/half.h"
 
 namespace {
 
@@ -131,6 +140,62 @@ RC_GTEST_PROP(AwqPack, ALoneCodeLandsWhereTheContractSays, ()) {
 // its scale and zero grids have 2^35 rows (8Z for G = 2^35 groups of 32):
 // both readers accept it at once and decode an empty [0, 2^40] weight,
 // without walking the empty grids (they skip an empty region whole).
+RC_GTEST_PROP(AwqKernels, GemmDequantizeIsBitExactInEveryKernel, ()) {
+  const std::int64_t groups = *rc::gen::inRange<std::int64_t>(1, 5);
+  const std::int64_t gs = *rc::gen::element<std::int64_t>(8, 16, 32, 64, 128, 4, 12, 1, 3);
+  const std::int64_t K = groups * gs;
+  const std::int64_t N = 8 * *rc::gen::inRange<std::int64_t>(1, 6);
+  std::vector<std::int32_t> codes(static_cast<std::size_t>(K * N)), zeros(static_cast<std::size_t>(groups * N));
+  for (auto& c : codes) c = *rc::gen::inRange(0, 16);
+  for (auto& z : zeros) z = *rc::gen::inRange(0, 16);
+  qd::codec::AwqPacked packed;
+  std::string error;
+  RC_ASSERT(qd::codec::AwqEncode(AwqFormat::kGemm, K, N, gs, codes, zeros, &packed, &error));
+  const Layer l{0, K, N, gs};
+  std::vector<std::uint8_t> qweight, qzeros;
+  qd::codec::AwqLayerView v = ViewOf(l, packed, &qweight, &qzeros);
+  // Scales of any bits in one of the three dtypes.
+  const int dtype = *rc::gen::inRange(0, 3);
+  const int width = dtype == 2 ? 4 : 2;
+  std::vector<std::uint8_t> scales(static_cast<std::size_t>(groups * N * width));
+  std::vector<float> scale(static_cast<std::size_t>(groups * N));
+  for (std::size_t i = 0; i < scale.size(); ++i) {
+    const auto bits = *rc::gen::arbitrary<std::uint32_t>();
+    for (int b = 0; b < width; ++b) scales[i * width + b] = static_cast<std::uint8_t>(bits >> (8 * b));
+    const std::uint16_t half = static_cast<std::uint16_t>(bits);
+    scale[i] = dtype == 0 ? qdtest::HalfValue(half) : dtype == 1 ? qdtest::BFloat16Value(half) : std::bit_cast<float>(bits);
+  }
+  v.scales = scales.data();
+  v.scales_dtype = dtype == 0 ? qd::codec::Dtype::kF16 : dtype == 1 ? qd::codec::Dtype::kBF16 : qd::codec::Dtype::kF32;
+  const std::int64_t n0 = *rc::gen::inRange<std::int64_t>(0, N);
+  const std::int64_t n1 = *rc::gen::inRange<std::int64_t>(n0 + 1, N + 1);
+  auto same = [](float a, float b) {
+    return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b) || (std::isnan(a) && std::isnan(b));
+  };
+  std::vector<float> scalar(static_cast<std::size_t>((n1 - n0) * K));
+  qd::codec::AwqDequantizeRows(v, n0, n1, scalar.data(), qd::codec::Kernel::kScalar);
+  for (std::int64_t n = n0; n < n1; ++n) {
+    for (std::int64_t k = 0; k < K; ++k) {
+      const std::int64_t g = k / gs;
+      const float expect = static_cast<float>(codes[k * N + n] - zeros[g * N + n]) * scale[g * N + n];
+      if (!same(scalar[(n - n0) * K + k], expect)) {
+        RC_FAIL("scalar out[" + std::to_string(n) + "][" + std::to_string(k) + "]");
+      }
+    }
+  }
+  for (qd::codec::Kernel kernel : qd::codec::AvailableKernels()) {
+    std::vector<float> out(scalar.size(), -1.0f);
+    qd::codec::AwqDequantizeRows(v, n0, n1, out.data(), kernel);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (!same(out[i], scalar[i])) {
+        RC_FAIL(std::string(qd::codec::KernelName(kernel)) + " K " + std::to_string(K) + " gs " +
+                std::to_string(gs) + " rows " + std::to_string(n0) + ".." + std::to_string(n1) + ": element " +
+                std::to_string(i));
+      }
+    }
+  }
+}
+
 TEST(AwqEmptyLayer, HugeEmptyDimensionIsReadWithoutWalkingIt) {
   const std::uint64_t k = std::uint64_t{1} << 40;
   const std::uint64_t slots = 8 * static_cast<std::uint64_t>(qd::codec::AwqZerosWidth(static_cast<std::int64_t>(k), 32));

@@ -323,15 +323,19 @@ RC_GTEST_PROP(ModelDirProperties, ShardedBnbReadsLikeTheFile, ()) {
   ValidShardsReadLikeTheFile(qd::gen::BnbValid, "bnb");
 }
 
+RC_GTEST_PROP(ModelDirProperties, ShardedFp8ReadsLikeTheFile, ()) {
+  ValidShardsReadLikeTheFile(qd::gen::Fp8Valid, "fp8");
+}
+
 RC_GTEST_PROP(ModelDirProperties, ShardedSafetensorsReadsLikeTheFile, ()) {
   ValidShardsReadLikeTheFile(qd::gen::SafetensorsValid, "safetensors");
 }
 
-// A broken model is refused alike: the violations of GPTQ, bitsandbytes and
-// container rules, sharded where the container reads (a file it refuses is
+// A broken model is refused alike: the violations of GPTQ, bitsandbytes, FP8
+// and container rules, sharded where the container reads (a file it refuses is
 // put in alone, and refused as that file alone).
 RC_GTEST_PROP(ModelDirProperties, ShardedViolationsReadLikeTheFile, ()) {
-  const auto format = *rc::gen::element<std::string>("gptq", "bnb", "safetensors");
+  const auto format = *rc::gen::element<std::string>("gptq", "bnb", "fp8", "safetensors");
   const qd::harness::FormatEntry* entry = qd::harness::FindFormat(format);
   RC_ASSERT(entry != nullptr);
   // Not the container's warnings (ST-1xx): they are about the header's

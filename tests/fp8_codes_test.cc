@@ -3,7 +3,8 @@
 // decoding, bit for bit (NaN encodings, infinities, subnormals, -0.0); a
 // handful of codes against values computed here from the formats'
 // definitions; and the one division of section 6 on hand-built files
-// (tensor, row and partial-block scaling) through both readers.
+// (tensor, row and partial-block scaling) through both readers; the
+// encoders of section 9 on every code, every midpoint and the edges.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -198,6 +199,88 @@ TEST(Fp8Decode, FnuzNeedsTheConfigAndReadsOtherValues) {
   EXPECT_EQ(o.findings.back().rule, "FP8-007");
   EXPECT_EQ(o.findings.back().row, 0);
   EXPECT_EQ(o.findings.back().element, 0);
+}
+
+// docs/fp8.md section 9 on both encoders: every finite code's value encodes
+// to that code; the midpoint of two neighbouring codes goes to the one with
+// the even mantissa field; clamping, zeros and NaN as the section says.
+const Fp8Subtype kEncoded[] = {Fp8Subtype::kE4M3Fn, Fp8Subtype::kE4M3Fnuz, Fp8Subtype::kE5M2,
+                               Fp8Subtype::kE5M2Fnuz};
+
+std::uint8_t CodecEncode(Fp8Subtype subtype, float x) {
+  std::uint8_t code = 0xAA;
+  EXPECT_TRUE(qd::codec::Fp8Encode(subtype, x, &code));
+  return code;
+}
+std::uint8_t OracleEncode(Fp8Subtype subtype, float x) {
+  std::vector<std::uint8_t> codes;
+  EXPECT_TRUE(qd::oracle::EncodeFp8Codes(qd::codec::Fp8SubtypeName(subtype), {x}, &codes));
+  return codes.size() == 1 ? codes[0] : 0xAA;
+}
+
+TEST(Fp8Encode, EveryFiniteCodeEncodesToItselfAndMidpointsToTheEvenCode) {
+  for (Fp8Subtype subtype : kEncoded) {
+    const std::string name = qd::codec::Fp8SubtypeName(subtype);
+    const std::array<float, 256>& table = qd::codec::Fp8CodeTable(subtype);
+    for (int code = 0; code < 256; ++code) {
+      if (qd::codec::Fp8CodeIsNonFinite(subtype, static_cast<std::uint8_t>(code))) continue;
+      SCOPED_TRACE(name + " code " + std::to_string(code));
+      EXPECT_EQ(CodecEncode(subtype, table[code]), code);
+      EXPECT_EQ(OracleEncode(subtype, table[code]), code);
+      // Positive codes c and c + 1 are neighbours on the grid (the exponent
+      // field carries into the next binade): their midpoint, exact in
+      // binary32, ties to whichever code is even.
+      if (code >= 0x7F || qd::codec::Fp8CodeIsNonFinite(subtype, static_cast<std::uint8_t>(code + 1))) continue;
+      const float mid = (table[code] + table[code + 1]) / 2;
+      const int even = code % 2 == 0 ? code : code + 1;
+      EXPECT_EQ(CodecEncode(subtype, mid), even);
+      EXPECT_EQ(OracleEncode(subtype, mid), even);
+      // Just above the midpoint: the upper code.
+      const float above = std::nextafter(mid, INFINITY);
+      EXPECT_EQ(CodecEncode(subtype, above), code + 1);
+      EXPECT_EQ(OracleEncode(subtype, above), code + 1);
+    }
+  }
+}
+
+TEST(Fp8Encode, ClampZerosAndNan) {
+  struct Case {
+    Fp8Subtype subtype;
+    float x;
+    int code;
+  };
+  const Case cases[] = {
+      // 448 = 1.75 * 2^8 is E4M3FN's largest finite value, 0x7E; 0x7F is NaN.
+      {Fp8Subtype::kE4M3Fn, 1e6f, 0x7E},
+      {Fp8Subtype::kE4M3Fn, -INFINITY, 0xFE},
+      {Fp8Subtype::kE4M3Fn, 470.0f, 0x7E},
+      // E5M2: 57344 = 1.75 * 2^15, 0x7B; never the infinity 0x7C.
+      {Fp8Subtype::kE5M2, 60000.0f, 0x7B},
+      // E4M3FNUZ: 240 = 1.875 * 2^7, 0x7F.
+      {Fp8Subtype::kE4M3Fnuz, 300.0f, 0x7F},
+      // -0.0 where there is one; fnuz writes 0x00 (0x80 is its NaN).
+      {Fp8Subtype::kE4M3Fn, -0.0f, 0x80},
+      {Fp8Subtype::kE5M2Fnuz, -0.0f, 0x00},
+      // Half the smallest subnormal (2^-9 for E4M3FN) ties to zero; a bit
+      // more rounds to the subnormal 0x01.
+      {Fp8Subtype::kE4M3Fn, std::ldexp(1.0f, -10), 0x00},
+      {Fp8Subtype::kE4M3Fn, -std::ldexp(1.0f, -10), 0x80},
+      {Fp8Subtype::kE4M3Fn, std::ldexp(1.5f, -10), 0x01},
+      // 1.0625 lies between 1.0 (0x38) and 1.125 (0x39): halfway, to 0x38.
+      {Fp8Subtype::kE4M3Fn, 1.0625f, 0x38},
+      {Fp8Subtype::kE4M3Fn, NAN, 0x7F},
+      {Fp8Subtype::kE5M2, NAN, 0x7D},
+      {Fp8Subtype::kE5M2Fnuz, NAN, 0x80},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(qd::codec::Fp8SubtypeName(c.subtype)) + " x " + std::to_string(c.x));
+    EXPECT_EQ(CodecEncode(c.subtype, c.x), c.code);
+    EXPECT_EQ(OracleEncode(c.subtype, c.x), c.code);
+  }
+  std::uint8_t code = 0;
+  EXPECT_FALSE(qd::codec::Fp8Encode(Fp8Subtype::kE8M0Fnu, 1.0f, &code));
+  std::vector<std::uint8_t> codes;
+  EXPECT_FALSE(qd::oracle::EncodeFp8Codes("float8_e8m0fnu", {1.0f}, &codes));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // generated_seeds.cc: seeds written from the registry's and the directory generators: safetensors_header_diff, model_dir_diff, recognised_file_diff, ggml_st_file_diff, awq_file_diff, fp8_file_diff; and ggml_blocks_diff's block and encoder inputs.
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -50,7 +51,7 @@ void SafetensorsSeeds(SeedWriter& w) {
 // ---- model_dir_diff: whole directories, framed -------------------------------
 // Valid directories (every kind ModelDirValid makes), each IDX rule broken,
 // GPTQ, bitsandbytes and plain models cut into shards at drawn tensor
-// boundaries, and torch models cut into .bin shards; labelled with the
+// boundaries, torch models cut into .bin shards, and FP8 models in shards; labelled with the
 // oracle's verdict.
 
 void ModelDirSeeds(SeedWriter& w) {
@@ -79,6 +80,11 @@ void ModelDirSeeds(SeedWriter& w) {
     qd::gen::Rng rng(s++);
     emit(qd::gen::PtShardedModel(rng).dir);
   }
+  for (int k = 0; k < 2; ++k) {  // FP8 models in shards, one with CFG-010 across its sources
+    qd::gen::Rng rng(s++);
+    const qd::gen::Generated file = k == 0 ? qd::gen::Fp8Valid(rng) : qd::gen::Fp8Violation("CFG-010", rng);
+    emit(qd::gen::ShardModel(file, rng));
+  }
 }
 
 
@@ -106,7 +112,8 @@ void GeneratedFileSeeds(SeedWriter& w, const char* format, const char* target) {
   }
 }
 
-// ---- awq_file_diff: the AWQ generator's instances, raw and through the tail ----
+// ---- awq_file_diff: the AWQ generator's instances, raw and through the tail
+// (LLM_AWQ's cases among them) ----
 
 void AwqFileSeeds(SeedWriter& w) {
   const qd::harness::FormatEntry& awq = *qd::harness::FindFormat("awq");
@@ -133,6 +140,37 @@ void AwqFileSeeds(SeedWriter& w) {
     const qd::harness::Generated g = awq.generate_valid(rng);
     emit(qd::fuzz::AwqRawInput(g.side_files, g.bytes), "valid");
   }
+  // LLM_AWQ (docs/awq.md section 4), raw: a valid file and one per rule
+  // whose finding differs there, each the first generator seed from 100
+  // whose description names the LLM_AWQ case (all the words listed).
+  struct LlmCase {
+    const char* rule;  // "" for a valid file
+    std::vector<std::string> words;
+  };
+  const LlmCase llm_cases[] = {
+      {"", {"llm-awq"}},
+      {"AWQ-002", {"llm-awq"}},
+      {"AWQ-003", {"scaled_zeros has"}},
+      {"AWQ-006", {"scaled zero", "llm-awq"}},
+      {"AWQ-101", {"scaled_zeros labelled gemv_fast"}},
+      {"AWQ-101", {"labelled llm-awq"}},
+      {"AWQ-101", {"scaled_zeros is missing"}},
+      {"AWQ-104", {"LLM_AWQ"}},
+      {"AWQ-105", {"scaled_zeros is BF16"}},
+      {"AWQ-106", {"scaled zero", "llm-awq"}},
+  };
+  for (const LlmCase& c : llm_cases) {
+    for (std::uint64_t seed = 100; seed < 400; ++seed) {
+      qd::harness::Rng rng(seed);
+      const qd::harness::Generated g =
+          c.rule[0] == '\0' ? awq.generate_valid(rng) : awq.generate_violation(c.rule, rng);
+      bool named = true;
+      for (const std::string& word : c.words) named = named && g.description.find(word) != std::string::npos;
+      if (!named) continue;
+      emit(qd::fuzz::AwqRawInput(g.side_files, g.bytes), c.rule[0] == '\0' ? "valid" : c.rule);
+      break;
+    }
+  }
 }
 
 // ---- fp8_file_diff: the seed unit's inputs, labelled by the oracle --------------
@@ -144,6 +182,43 @@ void Fp8FileSeeds(SeedWriter& w) {
     const std::string verdict = Verdict(fp8.oracle_read({c.file.data(), c.file.size()}, "seed", c.configs));
     if (meant != "edited" && verdict != meant) std::printf("note: fp8_file_diff seed meant %s, oracle says %s\n", meant.c_str(), verdict.c_str());
     w.Write("fp8_file_diff", verdict, input);
+  }
+}
+
+// ---- fp8_roundtrip: [weights or codes][8-byte tail] (fuzz/fp8_roundtrip.cc) ----
+// Per encoded subtype and scaling: weights from the seed (scales 2^-8..2^8),
+// every code decoded first (the 256 codes as the body), binary32 edge
+// weights (NaN, infinities, subnormals, the clamp) and the edge scales.
+// Labels: <what>-<subtype index>.
+
+void Fp8RoundtripSeeds(SeedWriter& w) {
+  auto emit = [&](const std::string& label, int subtype, int scaling, bool decode_first, bool edge_scales,
+                  int n, int k, int br, int bc, std::uint32_t seed, const Bytes& body) {
+    Bytes input = body;
+    input.push_back(static_cast<std::uint8_t>(subtype | (scaling << 2) | (decode_first ? 0x10 : 0) |
+                                              (edge_scales ? 0x20 : 0)));
+    input.push_back(static_cast<std::uint8_t>(n - 1));
+    input.push_back(static_cast<std::uint8_t>(k - 1));
+    input.push_back(static_cast<std::uint8_t>((br - 1) | ((bc - 1) << 3)));
+    for (int i = 0; i < 4; ++i) input.push_back(static_cast<std::uint8_t>(seed >> (8 * i)));
+    w.Write("fp8_roundtrip", label + "-" + std::to_string(subtype), input);
+  };
+  Bytes every_code(256);
+  for (int c = 0; c < 256; ++c) every_code[static_cast<std::size_t>(c)] = static_cast<std::uint8_t>(c);
+  Bytes edges;
+  for (float v : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 0x1p-149f, -0x1p-130f, 448.0f, 464.0f, 57344.0f,
+                  61440.0f, 1e30f, 0.0625f, 1.0625f, -3.5f, 0x1p-10f}) {
+    PutF32(&edges, v);
+  }
+  std::uint32_t seed = 900;
+  for (int subtype = 0; subtype < 4; ++subtype) {
+    for (int scaling = 0; scaling < 3; ++scaling) {
+      emit("seeded", subtype, scaling, false, false, 4 + scaling, 24, 2, 5, seed++, {});
+    }
+    emit("every-code", subtype, 1, true, false, 16, 16, 1, 1, seed++, every_code);
+    emit("every-code-edge-scales", subtype, 2, true, true, 16, 16, 3, 4, seed++, every_code);
+    emit("edge-weights", subtype, 0, false, false, 2, 8, 1, 1, seed++, edges);
+    emit("edge-scales", subtype, 1, false, true, 6, 8, 1, 1, seed++, {});
   }
 }
 

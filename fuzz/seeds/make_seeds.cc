@@ -7,7 +7,7 @@
 // safetensors_header_diff, rbq_file_diff, rbq_roundtrip, rbq_matvec,
 // bnb_file_diff, bnb_roundtrip, gptq_file_diff, gptq_config_diff,
 // gptq_roundtrip, pt_file_diff, recognised_file_diff, model_dir_diff, awq_file_diff,
-// fp8_file_diff (its seeds: fuzz/common/fp8_file_input.cc),
+// fp8_file_diff (its seeds: fuzz/common/fp8_file_input.cc), fp8_roundtrip,
 // ggml_blocks_diff, gguf_file_diff and ggml_st_file_diff.
 // <rule-or-valid> is what the oracle makes of the seed (its error rule, else
 // its first warning, else "valid"); <sha1:8> is the first 8 hex digits of
@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   ModelDirSeeds(writer);
   AwqFileSeeds(writer);
   Fp8FileSeeds(writer);
+  Fp8RoundtripSeeds(writer);
   GgmlBlocksSeeds(writer);
   for (const qd::fuzz::GgufSeed& s : qd::fuzz::GgufFileSeeds()) {
     writer.Write("gguf_file_diff", Verdict(s.oracle), s.input);

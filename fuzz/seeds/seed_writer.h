@@ -93,6 +93,7 @@ void ModelDirSeeds(SeedWriter& w);
 void GeneratedFileSeeds(SeedWriter& w, const char* format, const char* target);
 void AwqFileSeeds(SeedWriter& w);
 void Fp8FileSeeds(SeedWriter& w);
+void Fp8RoundtripSeeds(SeedWriter& w);
 void GgmlBlocksSeeds(SeedWriter& w);
 
 }  // namespace qd::fuzz::seeds

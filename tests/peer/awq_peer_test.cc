@@ -34,6 +34,7 @@
 #include "cli/convert.h"
 #include "codecs/awq.h"
 #include "codecs/gptq.h"
+#include "codecs/kernels.h"
 #include "tests/peer/peer_file.h"
 
 namespace {
@@ -138,6 +139,13 @@ TEST_P(AwqPeer, Case) {
   const qd::DecodedTensor& w = *by_name[prefix + "weight"];
   EXPECT_EQ(w.shape, (std::vector<std::uint64_t>{static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(k)}));
   EXPECT_EQ(FirstDifference(w.values, FloatsReadByTheTests(expected->bytes, "dequant")), "");
+  // Every kernel (codecs/kernels.h; AVX2 runs the GEMM cases) gives the dequant bit for bit.
+  for (qd::codec::Kernel kernel : qd::codec::AvailableKernels()) {
+    std::vector<float> rows(static_cast<std::size_t>(n * k));
+    qd::codec::AwqDequantizeRows(qd::codec::ViewOf(r, layer), 0, n, rows.data(), kernel);
+    EXPECT_EQ(FirstDifference(rows, FloatsReadByTheTests(expected->bytes, "dequant")), "")
+        << qd::codec::KernelName(kernel);
+  }
   if (bias) {
     ASSERT_TRUE(by_name.count(prefix + "bias"));
     EXPECT_EQ(FirstDifference(by_name[prefix + "bias"]->values,
