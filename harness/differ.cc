@@ -21,14 +21,6 @@ const qd::Finding* FirstError(const qd::Outcome& o) {
   return nullptr;
 }
 
-std::string ShapeText(const std::vector<std::uint64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    s += (i ? "," : "") + std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 std::string Hex32(float v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%08x", std::bit_cast<std::uint32_t>(v));
@@ -158,6 +150,14 @@ std::optional<Divergence> CompareValues(const float* codec, const float* oracle,
     }
   }
   return std::nullopt;
+}
+
+std::string ShapeText(const std::vector<std::uint64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    s += (i ? "," : "") + std::to_string(shape[i]);
+  }
+  return s + "]";
 }
 
 }  // namespace qd::harness

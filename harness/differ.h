@@ -56,6 +56,9 @@ std::optional<Divergence> CompareValues(const float* codec, const float* oracle,
                                         const std::string& name, std::uint64_t first,
                                         std::string_view target);
 
+// A shape as "[3,512]", for details.
+std::string ShapeText(const std::vector<std::uint64_t>& shape);
+
 // One line describing a finding: "RBQ-005 error tensor=w field=scale row=1 ...".
 std::string Describe(const qd::Finding& finding);
 

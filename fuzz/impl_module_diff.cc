@@ -1,0 +1,115 @@
+// impl_module_diff: other implementations, loaded as reader modules
+// (interface/quantdiff/impl_module.h), beside quantdiff's codec and oracle on
+// the same bytes, Cryptofuzz style: many modules, one comparison, signatures
+// that dedupe.
+//
+// Environment (read once):
+//   QD_IMPL_MODULES  colon-separated module paths (a.so:b.so); none: the
+//                    target compares codec and oracle alone
+//   QD_IMPL_FORMAT   the registry format every input is read as (default
+//                    gguf); its vectors, corpus/vectors/<format>/, are seeds
+// Each input is one file of that format, no side files. Codec and oracle
+// are compared as every file target does (registry_diff.h); then each
+// module against the oracle: the verdict, the rule when the module states
+// one, and for an accepted file every tensor (by name: shape, then every
+// value bit for bit, NaNs equal, harness/differ.h). A module's garbage
+// (module_loader.h) and its failures are divergences too.
+//
+// Signature on divergence: DIFF:<format>:<kind>:<rule-or-part> for codec
+// against oracle, DIFF:<format>:module:<module>:<kind>:<rule-or-part> for a
+// module (kinds verdict, rule, tensor, bytes, garbage, failed).
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fuzz/common/fuzz_support.h"
+#include "fuzz/common/registry_diff.h"
+#include "harness/differ.h"
+#include "harness/registry.h"
+#include "thirdparty/impl_module/module_loader.h"
+
+namespace {
+
+struct Setup {
+  const qd::harness::FormatEntry* format = nullptr;
+  std::vector<qd::impl::Module> modules;
+};
+
+const Setup& LoadSetup() {
+  static const Setup* setup = [] {
+    auto* s = new Setup;
+    const char* format = std::getenv("QD_IMPL_FORMAT");
+    const std::string name = format != nullptr && *format != '\0' ? format : "gguf";
+    s->format = &qd::fuzz::FormatOrTrap(name, "impl_module_diff");
+    const char* list = std::getenv("QD_IMPL_MODULES");
+    std::string error;
+    if (list != nullptr && !qd::impl::OpenModules(list, &s->modules, &error)) {
+      qd::fuzz::Diverge("DIFF:" + name + ":module:setup:open", error);
+    }
+    return s;
+  }();
+  return *setup;
+}
+
+void CompareModule(const qd::impl::Module& module, const std::string& format, qd::ByteView file,
+                   const std::string& file_name, const qd::Outcome& oracle) {
+  const std::string prefix = "DIFF:" + format + ":module:" + module.name() + ":";
+  // No decode of a file holds more values than the oracle's, or, for a
+  // refused file, some multiple of its bytes (a generous bound: the module
+  // is judged on the verdict there).
+  std::uint64_t values = 64 * static_cast<std::uint64_t>(file.size) + (1u << 16);
+  for (const qd::DecodedTensor& t : oracle.tensors) values += t.values.size();
+  const qd::impl::ModuleAnswer answer = module.Decode(file, file_name, {}, values);
+  if (answer.end == qd::impl::ModuleEnd::kGarbage) qd::fuzz::Diverge(prefix + "garbage", answer.problem);
+  if (answer.end == qd::impl::ModuleEnd::kFailed) qd::fuzz::Diverge(prefix + "failed", answer.problem);
+  const qd::Outcome& theirs = answer.outcome;
+  const std::string oracle_rule = oracle.refused ? oracle.findings.back().rule : "";
+  if (theirs.refused != oracle.refused) {
+    qd::fuzz::Diverge(prefix + "verdict:" + (oracle.refused ? oracle_rule : "accept"),
+                      std::string("the module ") + (theirs.refused ? "refuses: " + answer.problem : "accepts") +
+                          "; the oracle " + (oracle.refused ? "refuses with " + oracle_rule : "accepts"));
+  }
+  if (oracle.refused) {
+    const std::string& stated = theirs.findings.back().rule;
+    if (!stated.empty() && stated != oracle_rule) {
+      qd::fuzz::Diverge(prefix + "rule:" + oracle_rule, "the module names " + stated);
+    }
+    return;
+  }
+  std::map<std::string, const qd::DecodedTensor*> by_name;
+  for (const qd::DecodedTensor& t : theirs.tensors) by_name[t.name] = &t;
+  if (by_name.size() != oracle.tensors.size()) {
+    qd::fuzz::Diverge(prefix + "tensor:count", "the module " + std::to_string(theirs.tensors.size()) +
+                                                   " tensors, the oracle " + std::to_string(oracle.tensors.size()));
+  }
+  for (const qd::DecodedTensor& want : oracle.tensors) {
+    const auto found = by_name.find(want.name);
+    if (found == by_name.end()) qd::fuzz::Diverge(prefix + "tensor:missing", "tensor " + want.name);
+    if (found->second->shape != want.shape) {
+      qd::fuzz::Diverge(prefix + "tensor:shape", "tensor " + want.name + ": the module " +
+                                                     qd::harness::ShapeText(found->second->shape) + ", the oracle " +
+                                                     qd::harness::ShapeText(want.shape));
+    }
+    if (std::optional<qd::harness::Divergence> d =
+            qd::harness::CompareValues(found->second->values.data(), want.values.data(), want.values.size(),
+                                       want.name, 0, format + ":module:" + module.name())) {
+      qd::fuzz::Diverge(d->signature, d->detail);
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const Setup& setup = LoadSetup();
+  const std::string format(setup.format->name);
+  const qd::ByteView file{data, size};
+  const std::string name = "input" + std::string(setup.format->file_extension);
+  const qd::fuzz::RegistryReadings r = qd::fuzz::DiffThroughRegistry(*setup.format, format, file, name, {});
+  for (const qd::impl::Module& module : setup.modules) CompareModule(module, format, file, name, r.oracle);
+  return 0;
+}
