@@ -218,7 +218,10 @@ std::optional<Verdict> ReadOutput(const std::string& path, std::uint64_t max_val
 // The tensors against the oracle's: same names, shapes, bits.
 Verdict CompareTensors(const std::vector<qd::DecodedTensor>& got_tensors, const std::vector<qd::DecodedTensor>& expected) {
   std::map<std::string_view, const qd::DecodedTensor*> written;
-  for (const qd::DecodedTensor& t : got_tensors) written[t.name] = &t;
+  for (const qd::DecodedTensor& t : got_tensors) {
+    // A module may name a tensor twice (a safetensors output cannot).
+    if (!written.emplace(t.name, &t).second) return {Judgement::kWrongOutput, "tensor " + t.name + " twice"};
+  }
   bool signed_zero_only = false;
   Verdict first_zero;
   for (const qd::DecodedTensor& want : expected) {

@@ -13,6 +13,7 @@
  *   loader fails its read there; without a context ggml does not look);
  * - a type ggml has no row converter for (f64) is refused: ggml cannot give
  *   its values;
+ * - a name is what ggml keeps, a C string: cut at its first NUL byte;
  * - the shape is ggml's ne[] reversed up to its last dimension other than 1
  *   (ggml_n_dims: ggml keeps no n_dims, so [1, 4] reads as [4] and a scalar
  *   as [1]).
@@ -190,6 +191,7 @@ static bool DecodeTensor(const void* ctx, int64_t id, const uint8_t* bytes, size
   float* values = malloc((count > 0 ? count : 1) * sizeof *values);
   char* copy = strdup(name);
   t->name = copy;
+  t->name_size = copy != NULL ? strlen(copy) : 0;
   t->shape = shape;
   t->values = values;
   if (shape == NULL || values == NULL || copy == NULL) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "oracles/gguf.h"
+#include "oracles/json.h"
 #include "quantdiff/impl_module.h"
 
 namespace {
@@ -39,8 +40,26 @@ void Decode(const std::uint8_t* bytes, std::size_t size, const char* file_name, 
     result->message = error.message.c_str();
     return;
   }
-  for (const qd::DecodedTensor& t : held->outcome.tensors) {
-    held->views.push_back({t.name.c_str(), t.shape.data(), t.shape.size(), t.values.data(), t.values.size()});
+  // What `quantdiff decode` cannot write it refuses (impl_module.h): a name
+  // that is not UTF-8 (ST-004) before a tensor named "__metadata__" (ST-006);
+  // .gguf names are unique already (GGUF-011).
+  const std::vector<qd::DecodedTensor>& tensors = held->outcome.tensors;
+  const auto refuse = [result](const char* rule) {
+    result->status = QD_IMPL_REFUSED;
+    result->rule = rule;
+  };
+  for (const qd::DecodedTensor& t : tensors) {
+    std::size_t bad = 0;
+    if (!qd::oracle::IsStrictUtf8(reinterpret_cast<const std::uint8_t*>(t.name.data()), t.name.size(), &bad)) {
+      return refuse("ST-004");
+    }
+  }
+  for (const qd::DecodedTensor& t : tensors) {
+    if (t.name == "__metadata__") return refuse("ST-006");
+  }
+  for (const qd::DecodedTensor& t : tensors) {
+    held->views.push_back(
+        {t.name.data(), t.name.size(), t.shape.data(), t.shape.size(), t.values.data(), t.values.size()});
   }
   result->status = QD_IMPL_ACCEPTED;
   result->tensors = held->views.data();

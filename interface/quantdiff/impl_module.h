@@ -33,10 +33,12 @@
  * - The module fills `*result` (quantdiff zeroes it before the call) and
  *   returns nothing:
  *     QD_IMPL_ACCEPTED: `tensors`/`tensor_count` hold every decoded tensor
- *       as `quantdiff decode` writes it: its name (NUL-terminated UTF-8),
+ *       as `quantdiff decode` writes it: its name (UTF-8, with its size),
  *       its shape (`rank` dimensions, row major, outermost first) and its
  *       values as IEEE binary32, `value_count` = the product of the shape
- *       (1 for rank 0).
+ *       (1 for rank 0). Tensors whose names `decode` cannot write (not
+ *       UTF-8: ST-004, twice: ST-005, "__metadata__": ST-006) make decode
+ *       refuse the file with that rule; so does a module that conforms.
  *     QD_IMPL_REFUSED: the file is not one the module reads. `rule`, when not
  *       NULL, is the rule ID it breaks (e.g. "GGUF-018", catalogue
  *       oracles/rules.json) and is compared with the vector's; NULL means
@@ -57,8 +59,9 @@
  * - Trust: quantdiff checks what it is handed before it believes it. A
  *   status outside the three, a NULL table, name, shape or value pointer
  *   where one is needed, a pointer into unmapped memory, a value count that
- *   is not the shape's product or larger than any decode of the input, or a
- *   rule or name that is not UTF-8 (a rule must look like PREFIX-NNN) is
+ *   is not the shape's product or larger than any decode of the input, a
+ *   name or rule that is not UTF-8 (a rule must look like PREFIX-NNN), a
+ *   NUL-terminated string without its NUL within its limit is
  *   reported as garbage from that module, never a crash of quantdiff. A
  *   module that crashes or hangs inside decode takes quantdiff with it
  *   (it runs in-process): use `test-impl --cmd` for a reader you do not
@@ -97,7 +100,8 @@ typedef struct qd_impl_side_file {
 } qd_impl_side_file;
 
 typedef struct qd_impl_tensor {
-  const char* name;       /* NUL-terminated UTF-8, not empty */
+  const char* name;       /* name_size bytes of UTF-8, not NUL-terminated */
+  size_t name_size;       /* not 0; a name may hold NUL (a .gguf name can) */
   const uint64_t* shape;  /* rank dimensions; may be NULL when rank is 0 */
   size_t rank;            /* at most 8 */
   const float* values;    /* value_count binary32 values, row major */

@@ -300,9 +300,11 @@ TEST(TestImplModule, WhatAModuleMustNotHandBackIsNamedNotACrash) {
   // judged, its refusals would be refused-valid.
   ASSERT_EQ(ExportedResults("gguf").at(1), "valid");
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"null-name", "garbage"},        {"unterminated-name", "garbage"}, {"unmapped-values", "garbage"},
+      {"null-name", "garbage"},        {"unmapped-name", "garbage"},     {"huge-name", "garbage"},
+      {"non-utf8-name", "garbage"},    {"unterminated-rule", "garbage"}, {"unmapped-values", "garbage"},
       {"count-not-shape", "garbage"},  {"huge-shape", "garbage"},        {"non-utf8-rule", "garbage"},
       {"not-a-rule", "garbage"},       {"bad-status", "garbage"},        {"failed", "crashed"},
+      {"twice", "wrong-output"},       // the same tensor twice: the table holds up, the decode is wrong
       {"", "wrong-output"},  // well-formed, wrong tensors: the control
   };
   for (const auto& [kind, outcome] : cases) {
@@ -310,7 +312,11 @@ TEST(TestImplModule, WhatAModuleMustNotHandBackIsNamedNotACrash) {
     const Result r = Quantdiff({"test-impl", "--module", QD_GARBAGE_MODULE, "--format", "gguf", "--only", "1",
                                 "--report", "json"});
     ASSERT_EQ(r.exit_code, 1) << kind << "\n" << r.out;
-    EXPECT_EQ(Failures(Json::parse(r.out), "gguf"), (std::map<std::uint64_t, std::string>{{1, outcome}})) << kind;
+    const Json report = Json::parse(r.out);
+    EXPECT_EQ(Failures(report, "gguf"), (std::map<std::uint64_t, std::string>{{1, outcome}})) << kind;
+    if (kind == "twice") {
+      EXPECT_EQ(report["failures"][0]["detail"], "tensor blk.0.weight twice");
+    }
   }
   unsetenv("QD_GARBAGE");
 }

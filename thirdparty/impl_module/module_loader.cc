@@ -127,9 +127,15 @@ ModuleAnswer ReadResult(const qd_impl_result& result, const std::string& file_na
     const qd_impl_tensor& t = tensors[i];
     const std::string which = "tensor " + std::to_string(i);
     qd::DecodedTensor decoded;
-    const TextCheck name = CopyText(t.name, kMaxName, &decoded.name);
-    if (name != TextCheck::kOk) return Garbage(which + ": its name " + std::string(TextProblem(name)));
-    if (decoded.name.empty()) return Garbage(which + ": its name is empty");
+    if (t.name_size == 0 || t.name_size > kMaxName) {
+      return Garbage(which + ": its name_size " + std::to_string(t.name_size) + " is 0 or over " +
+                     std::to_string(kMaxName));
+    }
+    decoded.name.resize(t.name_size);
+    if (t.name == nullptr || !CopyIn(t.name, decoded.name.data(), t.name_size)) {
+      return Garbage(which + ": its name is NULL or points at unmapped memory");
+    }
+    if (qd::reports::ValidUtf8(decoded.name) != decoded.name) return Garbage(which + ": its name is not UTF-8");
     if (t.rank > kMaxRank) return Garbage(which + " (" + decoded.name + "): rank " + std::to_string(t.rank));
     if (!CopyArray(t.shape, t.rank, &decoded.shape)) {
       return Garbage(which + " (" + decoded.name + "): its shape is NULL or points at unmapped memory");
