@@ -140,10 +140,12 @@ ModuleAnswer ReadResult(const qd_impl_result& result, const std::string& file_na
     if (!CopyArray(t.shape, t.rank, &decoded.shape)) {
       return Garbage(which + " (" + decoded.name + "): its shape is NULL or points at unmapped memory");
     }
-    // The shape's product, stopped at the bound so that it cannot wrap.
-    std::uint64_t count = 1;
+    // The shape's product, stopped at the bound so that it cannot wrap; a
+    // dimension 0 makes it 0 whatever the others are ([2^40, 0] is empty).
+    const bool empty = std::find(decoded.shape.begin(), decoded.shape.end(), 0u) != decoded.shape.end();
+    std::uint64_t count = empty ? 0 : 1;
     for (const std::uint64_t d : decoded.shape) {
-      if (d != 0 && count > values_left / d) {
+      if (!empty && count > values_left / d) {
         return Garbage(which + " (" + decoded.name + "): its shape holds more values than any decode of the input");
       }
       count *= d;
