@@ -61,7 +61,9 @@
  *   where one is needed, a pointer into unmapped memory, a value count that
  *   is not the shape's product or larger than any decode of the input, a
  *   name or rule that is not UTF-8 (a rule must look like PREFIX-NNN), a
- *   NUL-terminated string without its NUL within its limit is
+ *   NUL-terminated string without its NUL within its limit (limits: a
+ *   tensor name 65536 bytes, a rule 64, a message or the module's name and
+ *   version 4096, 2^20 tensors, rank 8) is
  *   reported as garbage from that module, never a crash of quantdiff. A
  *   module that crashes or hangs inside decode takes quantdiff with it
  *   (it runs in-process): use `test-impl --cmd` for a reader you do not
