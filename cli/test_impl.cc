@@ -22,6 +22,7 @@
 #include "codecs/safetensors.h"
 #include "reports/conformance.h"
 #include "reports/writers.h"
+#include "thirdparty/impl_module/module_loader.h"
 
 namespace qd::cli {
 
@@ -30,6 +31,7 @@ extern const std::string_view kTestImplHelp =
     "                           [--only TCID] [--timeout SECONDS] [--jobs N]\n"
     "                           [--report FORMAT] [--out FILE] [--count N] [--seed S]\n"
     "                           [--vectors DIR]\n"
+    "       quantdiff test-impl --module LIBRARY.so [the same options]\n"
     "\n"
     "Runs another implementation's reader on every vector `quantdiff export-vectors`\n"
     "writes (the same generators, count and seed, so tcIds match), or on the vectors\n"
@@ -56,6 +58,14 @@ extern const std::string_view kTestImplHelp =
     "\n"
     "  --cmd TEMPLATE    the command; {input} and {output} are replaced by\n"
     "                    shell-quoted paths (both required)\n"
+    "  --module LIBRARY  a reader module (interface/quantdiff/impl_module.h) run\n"
+    "                    in this process instead of a command: its decode's\n"
+    "                    accept (tensors), refuse (an optional rule ID) or\n"
+    "                    failure is judged as exit 0 with an output, exit 1\n"
+    "                    naming the rule, or a crash; a result that does not\n"
+    "                    hold up (bad pointers, counts, names, rule IDs) is\n"
+    "                    garbage. --timeout does not apply: a module that hangs\n"
+    "                    or crashes takes quantdiff with it\n"
     "  --format LIST     comma-separated formats (default: every format)\n"
     "  --only TCID       one vector (with a single --format): the reproducer\n"
     "  --timeout SECONDS per run (default 10)\n"
@@ -131,19 +141,6 @@ struct Run {
   std::string got;       // what the implementation did
 };
 
-bool LooksLikeRuleId(std::string_view word) {
-  // PREFIX-NNN: upper-case letters and digits, a dash, three digits.
-  const std::size_t dash = word.find('-');
-  if (dash == 0 || dash == std::string_view::npos || word.size() != dash + 4) return false;
-  for (std::size_t i = 0; i < dash; ++i) {
-    if (!std::isupper(static_cast<unsigned char>(word[i])) && !std::isdigit(static_cast<unsigned char>(word[i]))) {
-      return false;
-    }
-  }
-  return std::all_of(word.begin() + dash + 1, word.end(),
-                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
-}
-
 // The rule a refusal names: the first line of standard error that starts
 // with a rule ID (after an optional "FILE:" prefix, as quantdiff and
 // compilers print) not followed by the word "warning"; "" when none does.
@@ -157,50 +154,88 @@ std::string StatedRule(const std::string& stderr_head) {
       first = second;
       second = third;
     }
-    if (LooksLikeRuleId(first) && second != "warning") return first;
+    if (qd::impl::LooksLikeRuleId(first) && second != "warning") return first;
   }
   return "";
 }
 
 std::string FirstLine(const std::string& text) { return text.substr(0, std::min(text.find('\n'), std::size_t{200})); }
 
-// The output against the oracle's tensors: same names, shapes, F32, bits.
-Verdict CompareOutput(const std::string& path, const std::vector<qd::DecodedTensor>& expected) {
+// What an implementation did with one vector, whichever way it ran (a
+// command, or a module in-process), before it is judged against the vector.
+enum class AnswerKind { kAccepted, kRefused, kCrashed, kHung, kGarbage };
+struct Answer {
+  AnswerKind kind = AnswerKind::kCrashed;
+  std::string stated_rule;  // kRefused: the rule it named, "" when none
+  std::string detail;       // why (crashed, hung, garbage), or what a refusal said
+  std::vector<qd::DecodedTensor> tensors;  // kAccepted
+  // kAccepted whose output cannot be read as tensors (a process's file):
+  // the verdict, unless a refusal was expected.
+  std::optional<Verdict> output_problem;
+  std::string description;  // what it did, for the report
+};
+
+// The values of the largest expectation and a header's slack: no decode of
+// the vector is larger, so a bigger output is garbage, not a memory bound
+// broken here.
+std::uint64_t ValueBound(const std::vector<Expectation>& wants) {
+  std::uint64_t most = 0;
+  for (const Expectation& want : wants) {
+    std::uint64_t values = 0;
+    for (const qd::DecodedTensor& t : want.tensors) values += t.values.size() + 64 + t.name.size() / 4;
+    most = std::max(most, values);
+  }
+  return most + (1u << 18);
+}
+
+// A process's output file as tensors: F32 safetensors, nothing else.
+std::optional<Verdict> ReadOutput(const std::string& path, std::uint64_t max_values,
+                                  std::vector<qd::DecodedTensor>* tensors) {
   std::error_code ec;
-  if (!fs::is_regular_file(fs::symlink_status(path, ec))) return {Judgement::kGarbage, "no output written"};
-  // Never more than the expected file's size and a header's slack: a
-  // runaway writer is garbage, not a memory bound broken here.
-  std::uint64_t expected_bytes = 1u << 20;
-  for (const qd::DecodedTensor& t : expected) expected_bytes += 4 * t.values.size() + 256 + t.name.size();
-  if (fs::file_size(path, ec) > expected_bytes) return {Judgement::kGarbage, "output larger than the expected tensors"};
+  if (!fs::is_regular_file(fs::symlink_status(path, ec))) return Verdict{Judgement::kGarbage, "no output written"};
+  if (fs::file_size(path, ec) > 4 * max_values) return Verdict{Judgement::kGarbage, "output larger than the expected tensors"};
   InputFile file;
   std::string error;
-  if (!OpenInput(path, &file, &error)) return {Judgement::kGarbage, "output unreadable: " + error};
+  if (!OpenInput(path, &file, &error)) return Verdict{Judgement::kGarbage, "output unreadable: " + error};
   const qd::codec::ContainerResult read = qd::codec::ReadContainer(file.View(), path);
   if (read.refused) {
     const std::string rule = read.findings.empty() ? "" : read.findings.back().rule;
-    return {Judgement::kGarbage, "output is not a safetensors file (" + rule + ")"};
+    return Verdict{Judgement::kGarbage, "output is not a safetensors file (" + rule + ")"};
   }
-  std::map<std::string_view, const qd::codec::TensorEntry*> written;
-  for (const qd::codec::TensorEntry& t : read.container.tensors) written[t.name] = &t;
+  for (const qd::codec::TensorEntry& t : read.container.tensors) {
+    if (t.dtype != qd::codec::Dtype::kF32) return Verdict{Judgement::kWrongOutput, "tensor " + t.name + " is not F32"};
+    qd::DecodedTensor& copy = tensors->emplace_back();
+    copy.name = t.name;
+    copy.shape = t.shape;
+    std::uint64_t count = 1;
+    for (const std::uint64_t d : t.shape) count *= d;
+    copy.values.resize(count);
+    std::memcpy(copy.values.data(), read.container.Data(t), 4 * count);  // little-endian host (x86-64)
+  }
+  return std::nullopt;
+}
+
+// The tensors against the oracle's: same names, shapes, bits.
+Verdict CompareTensors(const std::vector<qd::DecodedTensor>& got_tensors, const std::vector<qd::DecodedTensor>& expected) {
+  std::map<std::string_view, const qd::DecodedTensor*> written;
+  for (const qd::DecodedTensor& t : got_tensors) {
+    // A module may name a tensor twice (a safetensors output cannot).
+    if (!written.emplace(t.name, &t).second) return {Judgement::kWrongOutput, "tensor " + t.name + " twice"};
+  }
   bool signed_zero_only = false;
   Verdict first_zero;
   for (const qd::DecodedTensor& want : expected) {
     const auto found = written.find(want.name);
     if (found == written.end()) return {Judgement::kWrongOutput, "tensor " + want.name + " missing"};
-    const qd::codec::TensorEntry& got = *found->second;
+    const qd::DecodedTensor& got = *found->second;
     written.erase(found);
-    if (got.dtype != qd::codec::Dtype::kF32) {
-      return {Judgement::kWrongOutput, "tensor " + want.name + " is not F32"};
-    }
     if (!(got.shape == want.shape)) {
       return {Judgement::kWrongOutput, "tensor " + want.name + " has another shape"};
     }
-    const std::uint8_t* data = read.container.Data(got);
     for (std::size_t i = 0; i < want.values.size(); ++i) {
       std::uint32_t want_bits, got_bits;
       std::memcpy(&want_bits, &want.values[i], 4);
-      std::memcpy(&got_bits, data + 4 * i, 4);  // little-endian host (x86-64)
+      std::memcpy(&got_bits, &got.values[i], 4);
       if (want_bits == got_bits) continue;
       const std::string where = "tensor " + want.name + " element " +
                                 std::to_string(i) + ": expected " + qd::reports::Hex32(want_bits) + ", got " +
@@ -278,35 +313,86 @@ std::string DescribeProcess(const ProcessResult& r, const std::string& output_pa
   return line.empty() ? text : text + "; stderr: " + line;
 }
 
-Verdict Judge(const Expectation& want, const ProcessResult& r, const std::string& output_path) {
-  const bool expect_refusal = !want.refusal_rule.empty();
+// The process protocol: exit 0 and an output, exit 1 (a rule on standard
+// error), anything else.
+Answer AnswerOfProcess(const ProcessResult& r, const std::string& output_path, std::uint64_t max_values) {
+  Answer answer;
+  answer.description = DescribeProcess(r, output_path);
   switch (r.end) {
-    case ProcessEnd::kTimedOut: return {Judgement::kHung, "killed at the timeout"};
-    case ProcessEnd::kSignalled: return {Judgement::kCrashed, "signal " + std::to_string(r.signal)};
-    case ProcessEnd::kNotStarted: return {Judgement::kCrashed, "not started: " + r.start_error};
+    case ProcessEnd::kTimedOut: answer.kind = AnswerKind::kHung, answer.detail = "killed at the timeout"; return answer;
+    case ProcessEnd::kSignalled: answer.detail = "signal " + std::to_string(r.signal); return answer;
+    case ProcessEnd::kNotStarted: answer.detail = "not started: " + r.start_error; return answer;
     case ProcessEnd::kExited: break;
   }
+  const std::string said = FirstLine(r.stderr_head);
   if (r.exit_code == 1) {
-    if (!expect_refusal) return {Judgement::kRefusedValid, FirstLine(r.stderr_head)};
-    const std::string stated = StatedRule(r.stderr_head);
-    if (!stated.empty() && stated != want.refusal_rule) {
-      return {Judgement::kOtherRule, "refused with " + stated + ", expected " + want.refusal_rule};
-    }
-    return {};
+    answer.kind = AnswerKind::kRefused;
+    answer.stated_rule = StatedRule(r.stderr_head);
+    answer.detail = said;
+  } else if (r.exit_code != 0) {
+    answer.detail = "exit " + std::to_string(r.exit_code) + (said.empty() ? "" : ": " + said);
+  } else {
+    answer.kind = AnswerKind::kAccepted;
+    answer.output_problem = ReadOutput(output_path, max_values, &answer.tensors);
   }
-  if (r.exit_code != 0) {
-    const std::string said = FirstLine(r.stderr_head);
-    return {Judgement::kCrashed, "exit " + std::to_string(r.exit_code) + (said.empty() ? "" : ": " + said)};
+  return answer;
+}
+
+// A module's decode (thirdparty/impl_module/module_loader.h): its answer
+// as the loader checked it.
+Answer AnswerOfModule(qd::impl::ModuleAnswer m) {
+  Answer answer;
+  const std::string said = m.problem.empty() ? "" : ": " + FirstLine(m.problem);
+  switch (m.end) {
+    case qd::impl::ModuleEnd::kGarbage:
+      answer.kind = AnswerKind::kGarbage;
+      answer.detail = m.problem;
+      answer.description = "garbage: " + FirstLine(m.problem);
+      return answer;
+    case qd::impl::ModuleEnd::kFailed:
+      answer.detail = "the module failed" + said;
+      answer.description = "failed" + said;
+      return answer;
+    case qd::impl::ModuleEnd::kAnswered: break;
+  }
+  if (m.outcome.refused) {
+    answer.kind = AnswerKind::kRefused;
+    answer.stated_rule = m.outcome.findings.back().rule;
+    answer.detail = FirstLine(m.problem);
+    answer.description = (answer.stated_rule.empty() ? "refused naming no rule" : "refused naming " + answer.stated_rule) + said;
+    return answer;
+  }
+  answer.kind = AnswerKind::kAccepted;
+  answer.tensors = std::move(m.outcome.tensors);
+  answer.description = "accepted with " + std::to_string(answer.tensors.size()) +
+                       (answer.tensors.size() == 1 ? " tensor" : " tensors");
+  return answer;
+}
+
+Verdict Judge(const Expectation& want, const Answer& answer) {
+  const bool expect_refusal = !want.refusal_rule.empty();
+  switch (answer.kind) {
+    case AnswerKind::kHung: return {Judgement::kHung, answer.detail};
+    case AnswerKind::kCrashed: return {Judgement::kCrashed, answer.detail};
+    case AnswerKind::kGarbage: return {Judgement::kGarbage, answer.detail};
+    case AnswerKind::kRefused:
+      if (!expect_refusal) return {Judgement::kRefusedValid, answer.detail};
+      if (!answer.stated_rule.empty() && answer.stated_rule != want.refusal_rule) {
+        return {Judgement::kOtherRule, "refused with " + answer.stated_rule + ", expected " + want.refusal_rule};
+      }
+      return {};
+    case AnswerKind::kAccepted: break;
   }
   if (expect_refusal) return {Judgement::kAcceptedInvalid, "expected refusal with " + want.refusal_rule};
-  return CompareOutput(output_path, want.tensors);
+  if (answer.output_problem) return *answer.output_problem;
+  return CompareTensors(answer.tensors, want.tensors);
 }
 
 // Passes when some expectation passes; else what the first one says.
-Verdict JudgeAll(const std::vector<Expectation>& wants, const ProcessResult& r, const std::string& output_path) {
-  Verdict first = Judge(wants.front(), r, output_path);
+Verdict JudgeAll(const std::vector<Expectation>& wants, const Answer& answer) {
+  Verdict first = Judge(wants.front(), answer);
   for (std::size_t i = 1; i < wants.size() && first.judgement != Judgement::kPass; ++i) {
-    if (Judge(wants[i], r, output_path).judgement == Judgement::kPass) return {};
+    if (Judge(wants[i], answer).judgement == Judgement::kPass) return {};
   }
   return first;
 }
@@ -335,6 +421,7 @@ bool WriteBytes(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
 
 struct Options {
   std::string command_template;
+  std::string module_path;  // --module: a reader module instead of a command
   qd::reports::OutputFormat report = qd::reports::OutputFormat::kText;
   double timeout = 10;
   std::uint64_t jobs = 1;
@@ -348,8 +435,10 @@ struct Options {
 };
 
 std::string Reproducer(const Options& o, const Run& run) {
-  std::string line = "quantdiff test-impl --cmd " + ShellQuote(o.command_template) + " --format " +
-                     run.format + " --only " + std::to_string(run.vector->tc_id);
+  std::string line = "quantdiff test-impl " +
+                     (o.module_path.empty() ? "--cmd " + ShellQuote(o.command_template)
+                                            : "--module " + ShellQuote(o.module_path)) +
+                     " --format " + run.format + " --only " + std::to_string(run.vector->tc_id);
   if (!o.vectors_dir.empty()) line += " --vectors " + ShellQuote(o.vectors_dir);
   if (o.count != 4) line += " --count " + std::to_string(o.count);
   if (o.seed != 1) line += " --seed " + std::to_string(o.seed);
@@ -358,7 +447,7 @@ std::string Reproducer(const Options& o, const Run& run) {
 
 bool ParseOptions(const std::vector<std::string>& argv, Options* o, std::string* error) {
   Args args;
-  if (!ParseArgs(argv, {{"cmd", true}, {"format", true}, {"only", true}, {"timeout", true},
+  if (!ParseArgs(argv, {{"cmd", true}, {"module", true}, {"format", true}, {"only", true}, {"timeout", true},
                         {"jobs", true}, {"report", true}, {"out", true}, {"count", true},
                         {"seed", true}, {"vectors", true}},
                  &args, error)) {
@@ -371,10 +460,14 @@ bool ParseOptions(const std::vector<std::string>& argv, Options* o, std::string*
     return *error = "--count and --seed make the built-in vectors; an exported folder has its own", false;
   }
   const std::optional<std::string> cmd = args.Get("cmd");
-  if (!cmd || cmd->find("{input}") == std::string::npos || cmd->find("{output}") == std::string::npos) {
-    return *error = "--cmd needs a command holding {input} and {output}", false;
+  o->module_path = args.Get("module").value_or("");
+  if (cmd && args.Has("module")) return *error = "--cmd and --module are two ways to run a reader: give one", false;
+  if (args.Has("module") && o->module_path.empty()) return *error = "--module needs a shared library", false;
+  if (o->module_path.empty() &&
+      (!cmd || cmd->find("{input}") == std::string::npos || cmd->find("{output}") == std::string::npos)) {
+    return *error = "--cmd needs a command holding {input} and {output} (or --module LIBRARY.so)", false;
   }
-  o->command_template = *cmd;
+  o->command_template = cmd.value_or("");
   if (auto s = args.Get("timeout"); s && (!ParseSeconds(*s, &o->timeout) || o->timeout <= 0 || o->timeout > 86400)) {
     return *error = "--timeout needs seconds above 0 and at most 86400, got '" + *s + "'", false;
   }
@@ -443,52 +536,80 @@ int RunTestImpl(const std::vector<std::string>& argv) {
   if (runs.empty() && !o.only) return IoError("test-impl", "no FORMAT.json of an export in " + o.vectors_dir);
   if (runs.empty()) return UsageError("test-impl", "no vector has that tcId");
 
-  const char* tmp = std::getenv("TMPDIR");
-  std::string scratch_template = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/quantdiff-test-impl.XXXXXX";
-  if (::mkdtemp(scratch_template.data()) == nullptr) {
-    return IoError("test-impl", "cannot create a folder under " + fs::path(scratch_template).parent_path().string() +
-                                    ": " + std::strerror(errno));
+  // A module is opened once and runs in this process; a command runs per
+  // vector in a scratch folder: each vector's files under scratch/in/, as the
+  // export lays them out; each run's output and standard error under
+  // scratch/run/FORMAT-ID.
+  std::optional<qd::impl::Module> module;
+  std::string implementation = o.command_template;
+  fs::path scratch;
+  if (!o.module_path.empty()) {
+    std::optional<qd::impl::Module> opened = qd::impl::Module::Open(o.module_path, &error);
+    if (!opened) return IoError("test-impl", error);
+    module.emplace(std::move(*opened));
+    implementation = "module " + module->name() + " " + module->version() + " (" + o.module_path + ")";
+  } else {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string scratch_template =
+        std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/quantdiff-test-impl.XXXXXX";
+    if (::mkdtemp(scratch_template.data()) == nullptr) {
+      return IoError("test-impl", "cannot create a folder under " + fs::path(scratch_template).parent_path().string() +
+                                      ": " + std::strerror(errno));
+    }
+    scratch = scratch_template;
   }
-  const fs::path scratch = scratch_template;
 
-  // Each vector's files under scratch/in/, as the export lays them out; each
-  // run's output and standard error under scratch/run/FORMAT-ID.
   std::atomic<std::size_t> next{0};
   std::atomic<bool> io_failed{false};
+  // The command's answer on V, or nullopt when its files could not be written.
+  auto run_command = [&](const Run& run, std::uint64_t max_values) -> std::optional<Answer> {
+    const TestVector& v = *run.vector;
+    const fs::path input = scratch / "in" / v.file;
+    const fs::path run_dir = scratch / "run" / (run.format + "-" + std::to_string(v.tc_id));
+    std::error_code ec;
+    fs::create_directories(input.parent_path(), ec);
+    fs::create_directories(run_dir, ec);
+    bool written = !ec && WriteBytes(input, v.bytes);
+    for (const qd::SideFile& side : v.side_files) written = written && WriteBytes(scratch / "in" / side.name, side.bytes);
+    if (!written) return std::nullopt;
+    const std::string output = (run_dir / "output.safetensors").string();
+    const ProcessResult r =
+        RunBounded(Substitute(o.command_template, input.string(), output), o.timeout, (run_dir / "stderr").string());
+    if (r.end == ProcessEnd::kNotStarted) return std::nullopt;
+    return AnswerOfProcess(r, output, max_values);
+  };
   auto work = [&] {
     for (std::size_t i = next++; i < runs.size(); i = next++) {
       Run& run = runs[i];
       const TestVector& v = *run.vector;
-      const fs::path input = scratch / "in" / v.file;
-      const fs::path run_dir = scratch / "run" / (run.format + "-" + std::to_string(v.tc_id));
-      std::error_code ec;
-      fs::create_directories(input.parent_path(), ec);
-      fs::create_directories(run_dir, ec);
-      bool written = !ec && WriteBytes(input, v.bytes);
-      for (const qd::SideFile& side : v.side_files) written = written && WriteBytes(scratch / "in" / side.name, side.bytes);
-      if (!written) {
+      const std::vector<Expectation> wants = Expectations(*run.entry, v);
+      std::optional<Answer> answer;
+      if (module) {
+        answer = AnswerOfModule(
+            module->Decode(qd::ByteView{v.bytes.data(), v.bytes.size()}, v.file, v.side_files, ValueBound(wants)));
+      } else {
+        answer = run_command(run, ValueBound(wants));
+      }
+      if (!answer) {
         io_failed = true;
         continue;
       }
-      const std::string output = (run_dir / "output.safetensors").string();
-      const ProcessResult r = RunBounded(Substitute(o.command_template, input.string(), output), o.timeout,
-                                         (run_dir / "stderr").string());
-      if (r.end == ProcessEnd::kNotStarted) io_failed = true;
-      const std::vector<Expectation> wants = Expectations(*run.entry, v);
-      run.verdict = JudgeAll(wants, r, output);
+      run.verdict = JudgeAll(wants, *answer);
       run.expected = DescribeExpectations(wants);
-      run.got = DescribeProcess(r, output);
+      run.got = answer->description;
     }
   };
   std::vector<std::thread> workers;
   for (std::uint64_t j = 1; j < std::min<std::uint64_t>(o.jobs, runs.size()); ++j) workers.emplace_back(work);
   work();
   for (std::thread& t : workers) t.join();
-  std::error_code ec;
-  fs::remove_all(scratch, ec);  // the folder this run created, links inside it not followed
+  if (!scratch.empty()) {
+    std::error_code ec;
+    fs::remove_all(scratch, ec);  // the folder this run created, links inside it not followed
+  }
   if (io_failed) return IoError("test-impl", "could not write the vectors or start /bin/sh under " + scratch.string());
 
-  qd::reports::ConformanceReport report{o.command_template, {}};
+  qd::reports::ConformanceReport report{implementation, {}};
   for (const Run& r : runs) {
     report.runs.push_back({r.format, r.vector->tc_id, r.vector->rule, r.vector->file, r.expected, r.got,
                            std::string(JudgementName(r.verdict.judgement)), r.verdict.detail, r.verdict.difference,

@@ -23,14 +23,6 @@ const qd::Finding* FirstError(const qd::Outcome& o) {
   return nullptr;
 }
 
-std::string ShapeText(std::span<const std::uint64_t> shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    s += (i ? "," : "") + std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 // A reader's decoded tensors seen as the plan that announced them.
 class DecodedPlan final : public qd::TensorPlan {
  public:
@@ -168,6 +160,14 @@ std::optional<Divergence> CompareValues(const float* codec, const float* oracle,
     }
   }
   return std::nullopt;
+}
+
+std::string ShapeText(std::span<const std::uint64_t> shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    s += (i ? "," : "") + std::to_string(shape[i]);
+  }
+  return s + "]";
 }
 
 }  // namespace qd::harness

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,9 @@ std::optional<Divergence> ComparePlans(const qd::TensorPlan& codec, const qd::Te
 std::optional<Divergence> CompareValues(const float* codec, const float* oracle, std::size_t n,
                                         const std::string& name, std::uint64_t first,
                                         std::string_view target);
+
+// A shape as "[3,512]", for details.
+std::string ShapeText(std::span<const std::uint64_t> shape);
 
 // One line describing a finding: "RBQ-005 error tensor=w field=scale row=1 ...".
 std::string Describe(const qd::Finding& finding);

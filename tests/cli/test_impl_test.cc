@@ -283,6 +283,104 @@ TEST(TestImpl, UsageErrorsExitTwo) {
   EXPECT_EQ(Quantdiff({"export-vectors", "--gzip"}).exit_code, 2);  // --gzip needs --out
 }
 
+// test-impl --module (interface/quantdiff/impl_module.h): a reader run
+// in-process, judged like a command.
+TEST(TestImplModule, QuantdiffsOwnOracleAsAModuleConformsOnEveryGgufVector) {
+  const Result r = Quantdiff({"test-impl", "--module", QD_ORACLE_MODULE, "--format", "gguf", "--jobs", "2",
+                              "--report", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const Json report = Json::parse(r.out);
+  EXPECT_EQ(report["vectors"].get<std::uint64_t>(), ExportedResults("gguf").size());
+  EXPECT_EQ(report["failed"].get<std::uint64_t>(), 0u);
+  EXPECT_NE(report["command"].get<std::string>().find("quantdiff-oracle-gguf"), std::string::npos);
+}
+
+TEST(TestImplModule, WhatAModuleMustNotHandBackIsNamedNotACrash) {
+  // gguf tcId 1 is valid: the garbage module's tensor would otherwise be
+  // judged, its refusals would be refused-valid.
+  ASSERT_EQ(ExportedResults("gguf").at(1), "valid");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"null-name", "garbage"},        {"unmapped-name", "garbage"},     {"huge-name", "garbage"},
+      {"non-utf8-name", "garbage"},    {"unterminated-rule", "garbage"}, {"unmapped-values", "garbage"},
+      {"count-not-shape", "garbage"},  {"huge-shape", "garbage"},        {"non-utf8-rule", "garbage"},
+      {"not-a-rule", "garbage"},       {"bad-status", "garbage"},        {"failed", "crashed"},
+      {"twice", "wrong-output"},       // the same tensor twice: the table holds up, the decode is wrong
+      {"", "wrong-output"},  // well-formed, wrong tensors: the control
+  };
+  for (const auto& [kind, outcome] : cases) {
+    ASSERT_EQ(setenv("QD_GARBAGE", kind.c_str(), 1), 0);
+    const Result r = Quantdiff({"test-impl", "--module", QD_GARBAGE_MODULE, "--format", "gguf", "--only", "1",
+                                "--report", "json"});
+    ASSERT_EQ(r.exit_code, 1) << kind << "\n" << r.out;
+    const Json report = Json::parse(r.out);
+    EXPECT_EQ(Failures(report, "gguf"), (std::map<std::uint64_t, std::string>{{1, outcome}})) << kind;
+    if (kind == "twice") {
+      EXPECT_EQ(report["failures"][0]["detail"], "tensor blk.0.weight twice");
+    }
+  }
+  unsetenv("QD_GARBAGE");
+}
+
+TEST(TestImplModule, AModuleOfAnotherAbiOrNoModuleIsAnErrorAndBothWaysAtOnceAUsageError) {
+  ASSERT_EQ(setenv("QD_GARBAGE_ABI", "2", 1), 0);
+  EXPECT_EQ(Quantdiff({"test-impl", "--module", QD_GARBAGE_MODULE, "--format", "gguf"}).exit_code, 2);
+  unsetenv("QD_GARBAGE_ABI");
+  EXPECT_EQ(Quantdiff({"test-impl", "--module", QUANTDIFF_BIN, "--format", "gguf"}).exit_code, 2);  // no entry
+  EXPECT_EQ(Quantdiff({"test-impl", "--module", "/nonexistent/x.so"}).exit_code, 2);
+  EXPECT_EQ(Quantdiff({"test-impl", "--module", QD_GARBAGE_MODULE, "--cmd", "true {input} {output}"}).exit_code, 2);
+}
+
+#ifdef QD_GGML_MODULE
+// The shape of every tensor an exported vector's expected output holds (its
+// safetensors header, read here).
+std::vector<std::vector<std::uint64_t>> ExpectedShapes(const std::string& expected_file) {
+  const std::string bytes = Slurp(fs::path(QD_SOURCE_DIR) / "corpus" / "vectors" / expected_file);
+  std::uint64_t header = 0;
+  for (int i = 7; i >= 0 && bytes.size() >= 8; --i) header = header << 8 | static_cast<unsigned char>(bytes[i]);
+  std::vector<std::vector<std::uint64_t>> shapes;
+  const Json tensors = Json::parse(bytes.substr(8, header));
+  for (const auto& [name, entry] : tensors.items()) {
+    if (name != "__metadata__") shapes.push_back(entry["shape"].get<std::vector<std::uint64_t>>());
+  }
+  return shapes;
+}
+
+// ggml's gguf reader and row converters as a module (examples/ggml_module).
+// ggml states no rule IDs and its reader refuses every invalid vector, so
+// each invalid group passes; the failures follow from the vectors alone
+// (docs/gguf.md 6, docs/ggml_blocks.md 5):
+// - GGUF-102 (a layout other than ggml's packing): ggml refuses it;
+// - GGUF-101 (a type quantdiff recognises and does not decode): quantdiff
+//   writes nothing for that tensor, ggml decodes or refuses it;
+// - a valid vector flagged as an upstream finding (upstreamFlags: the two
+//   MXFP4 readings where ggml parts from the OCP format);
+// - a valid vector with a tensor of n_dims 0, or whose outermost dimension
+//   is 1 (its last ggml ne): ggml keeps no n_dims, so its shape reads
+//   shorter.
+TEST(TestImplModule, GgmlFailsExactlyTheVectorsItsReadingPredicts) {
+  const Result r = Quantdiff({"test-impl", "--module", QD_GGML_MODULE, "--format", "gguf", "--report", "json"});
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  std::set<std::uint64_t> failed;
+  for (const auto& [id, outcome] : Failures(Json::parse(r.out), "gguf")) failed.insert(id);
+  std::set<std::uint64_t> expected;
+  const Json exported = ExportedDocument("gguf");
+  for (const Json& group : exported["testGroups"]) {
+    const std::string rule = group.value("rule", Json()).is_string() ? group["rule"].get<std::string>() : "";
+    for (const Json& test : group["tests"]) {
+      bool fails = rule == "GGUF-101" || rule == "GGUF-102" || (rule.empty() && test.contains("upstreamFlags"));
+      if (rule.empty() && test.contains("expectedOutput")) {
+        for (const std::vector<std::uint64_t>& shape : ExpectedShapes(test["expectedOutput"]["file"])) {
+          fails = fails || shape.empty() || (shape.size() > 1 && shape.front() == 1);
+        }
+      }
+      if (fails) expected.insert(test["tcId"].get<std::uint64_t>());
+    }
+  }
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(failed, expected);
+}
+#endif  // QD_GGML_MODULE
+
 #if QD_REPORT_TOOLS
 // The reports held to outside validators (issue 13 item 5): JUnit XML to
 // reports/junit.xsd with xmllint, SARIF to the SARIF 2.1.0 schema with
