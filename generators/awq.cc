@@ -297,10 +297,18 @@ Generated Violate(const std::string& rule, Rng& rng) {
   }
   if (rule == "AWQ-104") {
     if (Coin(rng, 3)) {
-      // LLM_AWQ: a P.qzeros beside P.scaled_zeros is no member.
+      // LLM_AWQ: a P.qzeros beside P.scaled_zeros is no member. It is
+      // I32, as AWQ's packed zeros are: read as an ordinary tensor it is
+      // then not decoded, so decode's output holds no "qzeros" name that
+      // `check` would read as a GPTQ layer without its config (issue 9
+      // section 2: what decode writes, check accepts).
       AwqDraft d = MakeDraft(rng, 1, "llm-awq");
       TensorWithBytes copy = *d.Find(kP + "scaled_zeros");
       copy.spec.name = kP + "qzeros";
+      copy.spec.dtype = "I32";
+      copy.bytes.resize(copy.bytes.size() / 4 * 4);
+      copy.spec.byte_size = copy.bytes.size();
+      copy.spec.shape = {copy.bytes.size() / 4};
       d.tensors.push_back(std::move(copy));
       return d.Write(rule, "qzeros beside an LLM_AWQ layer's scaled_zeros");
     }
