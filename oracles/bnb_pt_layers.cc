@@ -276,9 +276,9 @@ qd::Outcome StreamPtFileUnguarded(qd::ByteView file, const std::string& file_nam
   } else {
     // Section 6.5: with configs, GPTQ or AWQ layers are read by their readers.
     MergedTable quant_table;
-    if (!configs.empty()) AppendPtShard(file, tables, 0, &quant_table);
     std::string quant_format;
-    if (StreamPtQuantTable(quant_table, file_name, configs, &outcome, sink, &quant_format)) {
+    if (StreamPtQuantShards({{file, &tables}}, file_name, configs, &outcome, sink, &quant_format,
+                            &quant_table)) {
       if (format != nullptr) *format = quant_format;
       if (outcome.refused) return outcome;
     } else {

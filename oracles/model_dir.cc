@@ -571,16 +571,13 @@ void StreamMergedPt(const qd::ModelDirListing& listing, const std::vector<PtShar
   }
   // docs/pt.md 6.5 over the merged table: GPTQ or AWQ layers, with the
   // directory's configs, read as in a safetensors set.
-  if (!configs.empty()) {
-    MergedTable table;
-    for (std::size_t rank = 0; rank < shards.size(); ++rank) {
-      AppendPtShard(shards[rank].bytes, shards[rank].tables, rank, &table);
-    }
-    const std::size_t first = outcome->findings.size();
-    if (StreamPtQuantTable(table, listing.dir, configs, outcome, sink, &read->format)) {
-      NameShards(listing, table, shards, first, outcome);
-      return;
-    }
+  std::vector<PtShardTables> tables;
+  for (const PtShard& shard : shards) tables.push_back({shard.bytes, &shard.tables});
+  MergedTable table;
+  const std::size_t first = outcome->findings.size();
+  if (StreamPtQuantShards(tables, listing.dir, configs, outcome, sink, &read->format, &table)) {
+    NameShards(listing, table, shards, first, outcome);
+    return;
   }
   struct Source {
     qd::ByteView file;

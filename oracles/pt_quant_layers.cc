@@ -9,7 +9,14 @@
 
 namespace qd::oracle {
 
-void AppendPtShard(qd::ByteView file, const PtTables& tables, std::size_t shard, MergedTable* table) {
+namespace {
+
+// Appends the tensor table of an accepted .pt file as shard SHARD of
+// *TABLE (docs/pt.md 6.4's keys and offsets) with the C-order bytes
+// (WITH_BYTES; held by *TABLE when TABLES does not hold them), or without
+// them (data points at no byte: a table for detection only).
+void AppendShard(qd::ByteView file, const PtTables& tables, std::size_t shard, bool with_bytes,
+                 MergedTable* table) {
   const std::size_t first = table->tensors.size();
   for (const PtTensorBytes& source : tables.tensors) {
     TableTensor tensor;
@@ -23,8 +30,9 @@ void AppendPtShard(qd::ByteView file, const PtTables& tables, std::size_t shard,
     tensor.shard = shard;
     tensor.header_offset = tables.pickle_start;
     const std::uint64_t length = tensor.element_count * source.layout.item_size;
-    const std::vector<std::uint8_t>* bytes = &source.bytes;
-    if (source.bytes.size() != length) {  // not held by the reading: read it through its layout
+    static const std::vector<std::uint8_t> kNoBytes;
+    const std::vector<std::uint8_t>* bytes = with_bytes ? &source.bytes : &kNoBytes;
+    if (with_bytes && source.bytes.size() != length) {  // not held by the reading: read it through its layout
       table->held.push_back(PtTensorCOrderBytes(file, source.shape, source.layout));
       bytes = &table->held.back();
     }
@@ -45,23 +53,30 @@ void AppendPtShard(qd::ByteView file, const PtTables& tables, std::size_t shard,
             });
 }
 
-bool StreamPtQuantTable(const MergedTable& table, const std::string& file_name,
-                        const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
-                        qd::TensorSink& sink, std::string* format) {
+}  // namespace
+
+bool StreamPtQuantShards(const std::vector<PtShardTables>& shards, const std::string& file_name,
+                         const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
+                         qd::TensorSink& sink, std::string* format, MergedTable* table) {
   // No config: GPTQ-like names in a .pt file stay ordinary tensors
   // (docs/pt.md 6.5, Decision).
   if (configs.empty()) return false;
-  if (HasAwqLayer(table)) {  // AWQ first, as in a safetensors file (docs/awq.md 2)
-    *format = "awq";
-    StreamAwqTable(table, file_name, configs, outcome, sink);
-    return true;
+  MergedTable names;  // detection reads no tensor data
+  for (std::size_t rank = 0; rank < shards.size(); ++rank) {
+    AppendShard(shards[rank].file, *shards[rank].tables, rank, false, &names);
   }
-  if (HasGptqLayer(table)) {
-    *format = "gptq";
-    StreamGptqTable(table, file_name, configs, outcome, sink);
-    return true;
+  const bool awq = HasAwqLayer(names);  // AWQ first, as in a safetensors file (docs/awq.md 2)
+  if (!awq && !HasGptqLayer(names)) return false;
+  for (std::size_t rank = 0; rank < shards.size(); ++rank) {
+    AppendShard(shards[rank].file, *shards[rank].tables, rank, true, table);
   }
-  return false;
+  *format = awq ? "awq" : "gptq";
+  if (awq) {
+    StreamAwqTable(*table, file_name, configs, outcome, sink);
+  } else {
+    StreamGptqTable(*table, file_name, configs, outcome, sink);
+  }
+  return true;
 }
 
 }  // namespace qd::oracle

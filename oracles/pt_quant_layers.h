@@ -5,8 +5,8 @@
 // the same tensors is. Shares no code with codecs/.
 //
 //   qd::oracle::MergedTable table;
-//   qd::oracle::AppendPtShard(file, tables, 0, &table);
-//   if (qd::oracle::StreamPtQuantTable(table, name, configs, &outcome, sink, &format)) ...
+//   if (qd::oracle::StreamPtQuantShards({{file, &tables}}, name, configs, &outcome, sink,
+//                                       &format, &table)) ...
 #ifndef QUANTDIFF_ORACLES_PT_QUANT_LAYERS_H_
 #define QUANTDIFF_ORACLES_PT_QUANT_LAYERS_H_
 
@@ -21,22 +21,27 @@
 
 namespace qd::oracle {
 
-// Appends the tensor table of an accepted .pt file (ReadPtTables' TABLES of
-// FILE) to *TABLE as shard SHARD, in docs/pt.md 6.4's order (begin, end,
-// name bytes): begin and end are 6.4's, a finding about a header-level fact
-// points at ds of data.pkl, one about byte k at 6.4's offset of it, and the
-// data are the C-order little-endian bytes (held by *TABLE when TABLES does
-// not hold them). FILE and TABLES must outlive *TABLE.
-void AppendPtShard(qd::ByteView file, const PtTables& tables, std::size_t shard, MergedTable* table);
+// One accepted .pt file of a reading: its bytes and its tables.
+struct PtShardTables {
+  qd::ByteView file;
+  const PtTables* tables;
+};
 
-// docs/pt.md 6.5: when CONFIGS is not empty and TABLE holds an AWQ layer
+// docs/pt.md 6.5 over SHARDS read as one table (shard rank = place in
+// SHARDS): when CONFIGS is not empty and the table holds an AWQ layer
 // (docs/awq.md 2, tried first) or a GPTQ layer (docs/gptq.md 2), that
 // reader's checks (findings appended to *OUTCOME, naming FILE_NAME) and, on
-// accept, its output to SINK; *FORMAT is "awq" or "gptq"; true. Otherwise
-// false and nothing is done.
-bool StreamPtQuantTable(const MergedTable& table, const std::string& file_name,
-                        const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
-                        qd::TensorSink& sink, std::string* format);
+// accept, its output to SINK; *FORMAT is "awq" or "gptq", *TABLE the table
+// read (for the caller's naming of shards); true. The table is docs/pt.md
+// 6.4's: each shard's tensors in (begin, end, name bytes) order, a
+// header-level finding at ds of data.pkl of the tensor's shard, one about
+// byte k at 6.4's offset of it; it refers to the shards' files and tables,
+// which must outlive it. Otherwise false and
+// nothing is done. Detection looks at names, dtypes and shapes first, so
+// the tensors' bytes are read only for a claimed table.
+bool StreamPtQuantShards(const std::vector<PtShardTables>& shards, const std::string& file_name,
+                         const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
+                         qd::TensorSink& sink, std::string* format, MergedTable* table);
 
 }  // namespace qd::oracle
 
