@@ -1,7 +1,5 @@
 // quantdiff check: the codec's rules on each file, nothing decoded.
-#include <algorithm>
 #include <cstdio>
-#include <thread>
 
 #include "codecs/mapped_file.h"
 #include "cli/common.h"
@@ -56,23 +54,15 @@ namespace {
 // A model directory as one input (docs/model_dir.md): its listing, the codec's
 // directory reader on JOBS threads, one report entry. False (reported) on an
 // I/O error.
-bool CheckDirectory(const std::string& path, const ReportOptions& options, unsigned jobs,
+bool CheckDirectory(const std::string& path, const ReportOptions& options, const DirRun& run,
                     ProgressLine* progress, qd::reports::Report* report,
                     std::vector<std::string>* inputs, bool* refused) {
   std::string error;
   ModelDirInput dir;
   if (!OpenModelDirForReport("check", path, options.forced != nullptr, &dir, inputs)) return false;
   qd::codec::ModelDirRead read;
-  qd::codec::ModelDirOptions dir_options;
-  dir_options.jobs = jobs;
-  const std::string shown = qd::reports::ForTerminal(path);
-  dir_options.progress = [&](std::size_t done, std::size_t total, const std::string& shard) {
-    progress->Show("check " + shown + ": " + std::to_string(done) + "/" + std::to_string(total) +
-                       " shards" +
-                       (done < total ? " (" + qd::reports::ForTerminal(shard) + ")"
-                                     : ", now the format's rules over all of them"),
-                   false);
-  };
+  const qd::codec::ModelDirOptions dir_options =
+      DirReadOptions("check", path, run, progress, "now the format's rules over all of them");
   std::optional<qd::Outcome> outcome = qd::harness::GuardedRead(
       [&] { return qd::codec::CheckModelDir(dir.Listing(), &read, dir_options); }, &error);
   progress->Clear();
@@ -98,22 +88,14 @@ int RunCheck(const std::vector<std::string>& argv) {
   std::string error;
   ReportOptions options;
   std::vector<FlagSpec> flags = kReportFlags;
-  flags.push_back({"jobs", true});
-  flags.push_back({"quiet", false});
-  if (!ParseArgs(argv, flags, &args, &error) || !ParseReportOptions(args, &options, &error)) {
+  flags.insert(flags.end(), kDirRunFlags.begin(), kDirRunFlags.end());
+  DirRun run;
+  if (!ParseArgs(argv, flags, &args, &error) || !ParseReportOptions(args, &options, &error) ||
+      !ParseDirRun(args, &run, &error)) {
     return UsageError("check", error);
   }
   if (args.positional.empty()) return UsageError("check", "no file given");
-  // The cores by default (hardware_concurrency may not know: then 1).
-  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
-  if (const std::optional<std::string> text = args.Get("jobs")) {
-    std::uint64_t n = 0;
-    if (!ParseUint(*text, &n) || n == 0 || n > 1024) {
-      return UsageError("check", "--jobs takes a number of threads from 1 to 1024");
-    }
-    jobs = static_cast<unsigned>(n);
-  }
-  ProgressLine progress(args.Has("quiet") ? ProgressLine::kNowhere : ProgressLine::kTerminalOnly);
+  ProgressLine progress(run.progress_where);
   // Refused before any work: --out may not name an input or a non-file.
   if (!options.out.empty() && !CheckOutputTarget(options.out, args.positional, &error)) {
     return IoError("check", error);
@@ -126,7 +108,7 @@ int RunCheck(const std::vector<std::string>& argv) {
   std::vector<std::string> inputs = args.positional;
   for (const std::string& path : args.positional) {
     if (IsDirectory(path)) {
-      if (!CheckDirectory(path, options, jobs, &progress, &report, &inputs, &refused)) io_error = true;
+      if (!CheckDirectory(path, options, run, &progress, &report, &inputs, &refused)) io_error = true;
       continue;
     }
     InputFile file;

@@ -11,6 +11,7 @@
 #include "codecs/safetensors.h"
 #include "cli/common.h"
 #include "cli/model_dir_input.h"
+#include "cli/progress_line.h"
 #include "codecs/model_dir.h"
 #include "codecs/recognised.h"
 #include "cli/decoded_output.h"
@@ -21,10 +22,13 @@ namespace qd::cli {
 
 extern const std::string_view kDecodeHelp =
     "usage: quantdiff decode FILE --out OUT.safetensors [--format NAME] [--config CONFIG.json]\n"
-    "       quantdiff decode DIR --out OUT.safetensors\n"
+    "       quantdiff decode DIR --out OUT.safetensors [--jobs N] [--quiet]\n"
     "\n"
     "A DIR is one model (docs/model_dir.md): every shard's tensors decoded\n"
-    "together, written to the one OUT file, one tensor at a time.\n"
+    "together, written to the one OUT file, one tensor at a time. Its shards\n"
+    "are checked on --jobs threads (the output is the same for any number), and\n"
+    "on a terminal a line on standard error shows the shards checked, then the\n"
+    "tensors written.\n"
     "\n"
     "Decodes FILE with the production codec of its format and writes every\n"
     "decoded tensor as F32, under its name and with its logical shape (a Q4B32 or\n"
@@ -49,15 +53,54 @@ extern const std::string_view kDecodeHelp =
     "  --config FILE  FILE's quantize config (GPTQ); without it the config is looked\n"
     "                 up beside FILE: STEM.quantize_config.json, quantize_config.json,\n"
     "                 quant_config.json, then config.json's quantization_config\n"
+    "  --jobs N       check up to N shards of a DIR at once (default: the number\n"
+    "                 of cores)\n"
+    "  --quiet        no progress line (it is shown only when standard error is a\n"
+    "                 terminal)\n"
     "\n"
     "exit: 0 written, 1 FILE refused or its output would fail check (the\n"
     "      findings on standard error, nothing written), 2 usage error,\n"
     "      unreadable FILE, or --out unwritable or not allowed\n";
 
+namespace {
+
+// The decoded tensors as they pass to the output: "decode DIR: tensor i/n
+// (name)" on the progress line, then everything handed on to INNER.
+class ProgressSink : public TensorSink {
+ public:
+  ProgressSink(TensorSink& inner, ProgressLine* progress, const std::string& path)
+      : inner_(inner), progress_(progress), shown_("decode " + qd::reports::ForTerminal(path) + ": ") {}
+  bool Plan(const std::vector<TensorInfo>& tensors) override {
+    for (const TensorInfo& t : tensors) names_.push_back(qd::reports::ForTerminal(t.name));
+    return inner_.Plan(tensors);
+  }
+  bool Take(const TensorChunk& chunk) override {
+    if (chunk.tensor != shown_tensor_ && chunk.tensor < names_.size()) {
+      shown_tensor_ = chunk.tensor;
+      progress_->Show(shown_ + "tensor " + std::to_string(chunk.tensor + 1) + "/" +
+                          std::to_string(names_.size()) + " (" + names_[chunk.tensor] + ")",
+                      false);
+    }
+    return inner_.Take(chunk);
+  }
+
+ private:
+  TensorSink& inner_;
+  ProgressLine* progress_;
+  std::string shown_;
+  std::vector<std::string> names_;
+  std::size_t shown_tensor_ = static_cast<std::size_t>(-1);
+};
+
+}  // namespace
+
 int RunDecode(const std::vector<std::string>& argv) {
   Args args;
   std::string error;
-  if (!ParseArgs(argv, {{"out", true}, {"format", true}, kConfigFlag}, &args, &error)) {
+  std::vector<FlagSpec> flags = {{"out", true}, {"format", true}, kConfigFlag};
+  flags.insert(flags.end(), kDirRunFlags.begin(), kDirRunFlags.end());
+  DirRun run;
+  if (!ParseArgs(argv, flags, &args, &error) || !ParseDirRun(args, &run, &error)) {
     return UsageError("decode", error);
   }
   if (args.positional.size() != 1) return UsageError("decode", "give exactly one FILE");
@@ -100,15 +143,20 @@ int RunDecode(const std::vector<std::string>& argv) {
   }, *out);
   std::optional<qd::Outcome> outcome;
   qd::codec::ModelDirRead dir_read;
+  ProgressLine progress(directory ? run.progress_where : ProgressLine::kNowhere);
+  ProgressSink progress_sink(sink, &progress, path);
   try {
     // A recognised format (docs/recognised.md 0) is checked, never decoded:
     // its refusal, REC-001, stands in for the stream.
-    outcome = directory                ? qd::codec::StreamModelDir(dir.Listing(), sink, &dir_read)
+    outcome = directory ? qd::codec::StreamModelDir(
+                              dir.Listing(), progress_sink, &dir_read, qd::codec::BestKernel(),
+                              DirReadOptions("decode", path, run, &progress, "now decoding"))
               : format->decode_refusal ? format->decode_refusal(bytes, path, side_files)
                                        : format->codec_stream(bytes, path, side_files, sink);
   } catch (const std::exception& e) {  // allocation failure on a huge tensor
     error = e.what();
   }
+  progress.Clear();
   const std::string format_name = directory ? dir_read.format : std::string(format->name);
   if (!outcome) {
     return IoError("decode", path + ": " + format_name + " codec failed: " + error);

@@ -4,6 +4,7 @@
 #include "codecs/mapped_file.h"
 #include "cli/common.h"
 #include "cli/model_dir_input.h"
+#include "cli/progress_line.h"
 #include "harness/model_dir_differ.h"
 #include "harness/differ.h"
 #include "harness/stream_differ.h"
@@ -15,6 +16,7 @@ namespace qd::cli {
 extern const std::string_view kDiffHelp =
     "usage: quantdiff diff PATH... [--report FORMAT] [--out FILE]\n"
     "                      [--format NAME] [--config CONFIG.json]\n"
+    "                      [--jobs N] [--quiet]\n"
     "\n"
     "Reads each file with the production codec and with the reference oracle of\n"
     "its format, then compares them: the format each side detects first, then\n"
@@ -28,7 +30,9 @@ extern const std::string_view kDiffHelp =
     "A PATH that is a directory is one model (docs/model_dir.md): its weight set\n"
     "(model.safetensors, or shards and model.safetensors.index.json, or\n"
     "pytorch_model.bin), index and configs are read by both sides' directory\n"
-    "readers and compared the same way (signatures DIFF:model_dir:...).\n"
+    "readers and compared the same way (signatures DIFF:model_dir:...). The\n"
+    "codec checks its shards on --jobs threads (the report is the same for any\n"
+    "number), and on a terminal a line on standard error shows the shards done.\n"
     "\n"
     "  --report FORMAT  text (default), json, junit, sarif, markdown or html\n"
     "  --out FILE       write the report to FILE instead of standard output\n"
@@ -37,6 +41,10 @@ extern const std::string_view kDiffHelp =
     "  --config FILE    the quantize config for every file (GPTQ); without it each\n"
     "                   file's config is looked up beside it: STEM.quantize_config.json,\n"
     "                   quantize_config.json, quant_config.json, config.json\n"
+    "  --jobs N         read up to N shards of a directory at once on the codec's\n"
+    "                   side (default: the number of cores)\n"
+    "  --quiet          no progress line (it is shown only when standard error is\n"
+    "                   a terminal)\n"
     "\n"
     "exit: 0 codec and oracle agree on every file (whatever the verdict),\n"
     "      1 a divergence, 2 usage error, unreadable file or unwritable --out\n";
@@ -45,11 +53,14 @@ namespace {
 
 // A model directory as one input (docs/model_dir.md): both directory readers
 // on its listing, compared. False (reported) on an I/O error.
-bool DiffDirectory(const std::string& path, const ReportOptions& options,
-                   qd::reports::Report* report, std::vector<std::string>* inputs, bool* diverged) {
+bool DiffDirectory(const std::string& path, const ReportOptions& options, const DirRun& run,
+                   ProgressLine* progress, qd::reports::Report* report,
+                   std::vector<std::string>* inputs, bool* diverged) {
   ModelDirInput dir;
   if (!OpenModelDirForReport("diff", path, options.forced != nullptr, &dir, inputs)) return false;
-  const qd::harness::DirDiff d = qd::harness::DiffModelDir(dir.Listing());
+  const qd::harness::DirDiff d = qd::harness::DiffModelDir(
+      dir.Listing(), DirReadOptions("diff", path, run, progress, "now both readers' format rules"));
+  progress->Clear();
   // Neither side reads the set yet: no verdict (one side alone is a divergence).
   if (d.codec_read.unsupported && d.oracle_unsupported) {
     IoError("diff", path + ": " + d.codec_read.unsupported_why);
@@ -80,11 +91,15 @@ int RunDiff(const std::vector<std::string>& argv) {
   Args args;
   std::string error;
   ReportOptions options;
-  if (!ParseArgs(argv, kReportFlags, &args, &error) ||
-      !ParseReportOptions(args, &options, &error)) {
+  std::vector<FlagSpec> flags = kReportFlags;
+  flags.insert(flags.end(), kDirRunFlags.begin(), kDirRunFlags.end());
+  DirRun run;
+  if (!ParseArgs(argv, flags, &args, &error) || !ParseReportOptions(args, &options, &error) ||
+      !ParseDirRun(args, &run, &error)) {
     return UsageError("diff", error);
   }
   if (args.positional.empty()) return UsageError("diff", "no file given");
+  ProgressLine progress(run.progress_where);
   // Refused before any work: --out may not name an input or a non-file.
   if (!options.out.empty() && !CheckOutputTarget(options.out, args.positional, &error)) {
     return IoError("diff", error);
@@ -97,7 +112,7 @@ int RunDiff(const std::vector<std::string>& argv) {
   std::vector<std::string> inputs = args.positional;
   for (const std::string& path : args.positional) {
     if (IsDirectory(path)) {
-      if (!DiffDirectory(path, options, &report, &inputs, &diverged)) io_error = true;
+      if (!DiffDirectory(path, options, run, &progress, &report, &inputs, &diverged)) io_error = true;
       continue;
     }
     InputFile file;

@@ -7,7 +7,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <system_error>
+#include <thread>
+
+#include "reports/escape.h"
 
 namespace qd::cli {
 namespace {
@@ -116,6 +120,36 @@ std::string ModelDirNote(const qd::codec::ModelDirRead& read) {
     note += ", total_size counts " + read.total_size_convention;
   }
   return note;
+}
+
+bool ParseDirRun(const Args& args, DirRun* run, std::string* error) {
+  // The cores by default (hardware_concurrency may not know: then 1).
+  run->jobs = std::max(1u, std::thread::hardware_concurrency());
+  if (const std::optional<std::string> text = args.Get("jobs")) {
+    std::uint64_t n = 0;
+    if (!ParseUint(*text, &n) || n == 0 || n > 1024) {
+      *error = "--jobs takes a number of threads from 1 to 1024";
+      return false;
+    }
+    run->jobs = static_cast<unsigned>(n);
+  }
+  run->progress_where = args.Has("quiet") ? ProgressLine::kNowhere : ProgressLine::kTerminalOnly;
+  return true;
+}
+
+qd::codec::ModelDirOptions DirReadOptions(std::string_view verb, const std::string& path,
+                                          const DirRun& run, ProgressLine* progress,
+                                          const std::string& after) {
+  qd::codec::ModelDirOptions options;
+  options.jobs = run.jobs;
+  const std::string shown = std::string(verb) + " " + qd::reports::ForTerminal(path) + ": ";
+  options.progress = [progress, shown, after](std::size_t done, std::size_t total,
+                                              const std::string& shard) {
+    progress->Show(shown + std::to_string(done) + "/" + std::to_string(total) + " shards" +
+                       (done < total ? " (" + qd::reports::ForTerminal(shard) + ")" : ", " + after),
+                   false);
+  };
+  return options;
 }
 
 }  // namespace qd::cli

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/common.h"
+#include "cli/progress_line.h"
 #include "codecs/model_dir.h"
 #include "quantdiff/plain_data.h"
 
@@ -53,6 +54,26 @@ void AppendEntryPaths(const ModelDirInput& dir, std::vector<std::string>* inputs
 // to INPUTS. False when it reported (as VERB) an error: exit 2.
 bool OpenModelDirForReport(std::string_view verb, const std::string& path, bool format_forced,
                            ModelDirInput* dir, std::vector<std::string>* inputs);
+
+// The flags of a verb that reads directories on threads with a progress
+// line: --jobs N, --quiet.
+inline const std::vector<FlagSpec> kDirRunFlags = {{"jobs", true}, {"quiet", false}};
+
+// How VERB reads a directory: --jobs (default: the cores; false with
+// *error for a value outside 1..1024), and the progress line, shown on a
+// terminal only and never with --quiet.
+struct DirRun {
+  unsigned jobs = 1;
+  ProgressLine::Where progress_where = ProgressLine::kTerminalOnly;
+};
+bool ParseDirRun(const Args& args, DirRun* run, std::string* error);
+
+// The directory reader's options for VERB on PATH: RUN's jobs, and shard
+// progress shown on PROGRESS as "VERB PATH: k/n shards (name)", then
+// "n/n shards, " + AFTER once every shard is read.
+qd::codec::ModelDirOptions DirReadOptions(std::string_view verb, const std::string& path,
+                                          const DirRun& run, ProgressLine* progress,
+                                          const std::string& after);
 
 // What a report says of a directory besides its verdict: "2 shards,
 // total_size counts tensor bytes".

@@ -19,7 +19,6 @@ namespace {
 
 using U128 = unsigned __int128;  // shape arithmetic: exact for the products below
 
-constexpr std::int64_t kHeaderOffset = 8;
 
 std::uint16_t Half(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
 
@@ -68,8 +67,11 @@ class LayerChecker {
     if (severity == qd::Severity::kError) r_->refused = true;
     return r_->findings.back();
   }
-  bool Error(const char* rule, std::string_view tensor, std::string field, std::string message) {
-    Add(rule, qd::Severity::kError, tensor, std::move(field), kHeaderOffset, std::move(message));
+  // A header-level fact of TENSOR: byte_offset 8, in a .pt table ds of
+  // data.pkl (docs/pt.md 6.4).
+  bool Error(const char* rule, const TableTensor& tensor, std::string field, std::string message) {
+    Add(rule, qd::Severity::kError, tensor.name, std::move(field), r_->table.HeaderOffset(tensor),
+        std::move(message));
     return false;
   }
   // A value finding at (row, element) of TENSOR's data byte j.
@@ -201,28 +203,27 @@ bool LayerChecker::Check(const QuantLayerPlan& discovered, AwqLayer* layer) {
     plan.member[kQzeros] = named;
   }
   const std::array<const char*, 3> kRequired = {"qweight", zeros, "scales"};
-  const std::string anchor(T(plan.anchor).name);
   // A1 AWQ-101.
   for (int m = 0; m < 3; ++m) {
     if (plan.member[m] == kGptqNoTensor) {
-      return Error("AWQ-101", anchor, kRequired[m], "layer " + plan.prefix + " has no " + kRequired[m]);
+      return Error("AWQ-101", T(plan.anchor), kRequired[m], "layer " + plan.prefix + " has no " + kRequired[m]);
     }
   }
   // A2 AWQ-103: GPTQ's g_idx in a file read as AWQ.
   if (plan.member[kGidx] != kGptqNoTensor) {
-    return Error("AWQ-103", T(plan.member[kGidx]).name, "g_idx",
+    return Error("AWQ-103", T(plan.member[kGidx]), "g_idx",
                  "layer " + plan.prefix + " has g_idx, a GPTQ member: a GPTQ layer in a file read as AWQ");
   }
   // A3 AWQ-102.
   if (plan.weight != kGptqNoTensor) {
-    return Error("AWQ-102", T(plan.weight).name, "weight",
+    return Error("AWQ-102", T(plan.weight), "weight",
                  "a dense weight lies beside the quantized layer " + plan.prefix);
   }
   // A4 AWQ-104 (warning).
   for (std::size_t s : plan.siblings) {
     const std::string_view name = T(s).name;
     Add("AWQ-104", qd::Severity::kWarning, name, std::string(name.substr(name.rfind('.') + 1)),
-        kHeaderOffset, "unknown tensor beside layer " + plan.prefix + "; read as an ordinary tensor");
+        r_->table.HeaderOffset(T(s)), "unknown tensor beside layer " + plan.prefix + "; read as an ordinary tensor");
   }
   // A5 AWQ-105: dtypes, then ranks.
   const AwqFormat format = r_->format;
@@ -245,13 +246,13 @@ bool LayerChecker::Check(const QuantLayerPlan& discovered, AwqLayer* layer) {
                                      : e.dtype == Dtype::kF16;
     if (!ok) {
       static constexpr std::array<const char*, 3> kWanted = {"the word dtype", "F16, BF16 or F32", "F16"};
-      return Error("AWQ-105", e.name, "dtype",
+      return Error("AWQ-105", e, "dtype",
                    std::string(e.name) + " has dtype " + std::string(InfoOf(e.dtype).name) +
                        ", not " + (want.kind == 0 ? (fast ? "I16" : "I32") : kWanted[want.kind]) +
                        " (format " + AwqFormatName(format) + ")");
     }
     if (e.shape.size() != want.rank) {
-      return Error("AWQ-105", e.name, "shape",
+      return Error("AWQ-105", e, "shape",
                    std::string(e.name) + " has rank " + std::to_string(e.shape.size()) + ", not " +
                        std::to_string(want.rank));
     }
@@ -268,17 +269,17 @@ bool LayerChecker::Check(const QuantLayerPlan& discovered, AwqLayer* layer) {
   }
   constexpr U128 kInt64Limit = static_cast<U128>(1) << 63;
   if (K >= kInt64Limit || N >= kInt64Limit) {
-    return Error("AWQ-002", qweight.name, "shape", "in_features " + ToText(K) + " or out_features " +
+    return Error("AWQ-002", qweight, "shape", "in_features " + ToText(K) + " or out_features " +
                                                        ToText(N) + " does not fit int64");
   }
   if (fast && K % 64 != 0) {
-    return Error("AWQ-002", qweight.name, "shape",
+    return Error("AWQ-002", qweight, "shape",
                  "in_features " + ToText(K) + " is not a multiple of 64 (gemv_fast)");
   }
   // A7 AWQ-005: group geometry.
   const std::int64_t gs = r_->config.group_size;
   if (gs != -1 && K % static_cast<U128>(gs) != 0) {
-    return Error("AWQ-005", qweight.name, "group_size",
+    return Error("AWQ-005", qweight, "group_size",
                  "in_features " + ToText(K) + " is not a multiple of group_size " + std::to_string(gs));
   }
   const U128 G = gs == -1 ? 1 : K / static_cast<U128>(gs);
@@ -288,7 +289,7 @@ bool LayerChecker::Check(const QuantLayerPlan& discovered, AwqLayer* layer) {
     Z = static_cast<U128>(AwqZerosWidth(static_cast<std::int64_t>(K), static_cast<std::int64_t>(
                                                                           gs_eff >= kInt64Limit ? 0 : gs_eff)));
     if (Z == 0 && G != 0) {
-      return Error("AWQ-005", qweight.name, "group_size",
+      return Error("AWQ-005", qweight, "group_size",
                    "group size " + ToText(gs_eff) + " is not 32, 64 or at least 128 (format " +
                        AwqFormatName(format) + " has no zeros width for it)");
     }
@@ -301,15 +302,15 @@ bool LayerChecker::Check(const QuantLayerPlan& discovered, AwqLayer* layer) {
     case AwqFormat::kGemvFast: zr = 8 * Z; zc = N; sr = 8 * Z; scol = N; break;
   }
   if (qzeros.shape[0] != zr || qzeros.shape[1] != zc) {
-    return Error("AWQ-003", qzeros.name, "shape",
+    return Error("AWQ-003", qzeros, "shape",
                  "qzeros is not [" + ToText(zr) + ", " + ToText(zc) + "] (format " + AwqFormatName(format) + ")");
   }
   if (scales.shape[0] != sr || scales.shape[1] != scol) {
-    return Error("AWQ-004", scales.name, "shape",
+    return Error("AWQ-004", scales, "shape",
                  "scales is not [" + ToText(sr) + ", " + ToText(scol) + "] (format " + AwqFormatName(format) + ")");
   }
   if (plan.bias != kGptqNoTensor && T(plan.bias).shape[0] != N) {
-    return Error("AWQ-004", T(plan.bias).name, "shape", "bias is not [" + ToText(N) + "]");
+    return Error("AWQ-004", T(plan.bias), "shape", "bias is not [" + ToText(N) + "]");
   }
   layer->prefix = plan.prefix;
   layer->qweight = plan.member[kQweight];

@@ -11,6 +11,7 @@
 
 #include "codecs/float16.h"
 #include "codecs/pt.h"
+#include "codecs/pt_quant_layers.h"
 #include "codecs/tensor_table.h"
 
 namespace qd::codec {
@@ -151,8 +152,18 @@ BnbResult ReadPtTableLayers(PtResult pickle, const std::string& file_name) {
   return ReadBnbTable(TensorTable::FromPt(std::move(pickle)), file_name, std::move(warnings), lists);
 }
 
-qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, TensorSink& sink) {
+qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, TensorSink& sink,
+                         const std::vector<qd::SideFile>& configs, std::string* format) {
   BnbResult r = ReadPtLayers(file, file_name);
+  PtQuantLayers quant;
+  if (!r.refused && !r.is_bnb &&
+      ReadPtQuantLayers(r.table, file_name, configs, &r.findings, &quant)) {
+    // Section 6.5: GPTQ or AWQ layers, read with the configs.
+    if (format != nullptr) *format = quant.format();
+    qd::Outcome outcome{quant.refused(), std::move(quant.findings()), {}};
+    if (!outcome.refused) StreamPtQuantLayers(quant, sink);
+    return outcome;
+  }
   qd::Outcome outcome{r.refused, std::move(r.findings), {}};
   if (r.refused) return outcome;
   if (r.is_bnb) {
@@ -164,8 +175,15 @@ qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, Tensor
   return outcome;
 }
 
-qd::Outcome DecodePtFile(qd::ByteView file, const std::string& file_name) {
-  return CollectStream([&](TensorSink& sink) { return StreamPtFile(file, file_name, sink); });
+qd::Outcome CheckPtFile(qd::ByteView file, const std::string& file_name,
+                        const std::vector<qd::SideFile>& configs) {
+  DecliningSink declining;
+  return StreamPtFile(file, file_name, declining, configs);
+}
+
+qd::Outcome DecodePtFile(qd::ByteView file, const std::string& file_name,
+                         const std::vector<qd::SideFile>& configs) {
+  return CollectStream([&](TensorSink& sink) { return StreamPtFile(file, file_name, sink, configs); });
 }
 
 }  // namespace qd::codec

@@ -12,6 +12,7 @@
 #define QUANTDIFF_CODECS_BNB_PT_LAYERS_H_
 
 #include <string>
+#include <vector>
 
 #include "codecs/bnb.h"
 #include "quantdiff/tensor_sink.h"
@@ -34,10 +35,19 @@ BnbResult ReadPtTableLayers(PtResult pickle, const std::string& file_name);
 // Findings (ReadPtLayers') and, for an accepted file, section 6.3's output:
 // every F32/F16/BF16/F64 tensor of the tensor table decoded to binary32,
 // sorted by (begin, end, name bytes) as a safetensors container is; or, for
-// a file with bitsandbytes layers, docs/bnb.md's output (6.4). StreamPtFile
-// announces them and then passes them one at a time; DecodePtFile collects them.
-qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, TensorSink& sink);
-qd::Outcome DecodePtFile(qd::ByteView file, const std::string& file_name);
+// a file with bitsandbytes layers, docs/bnb.md's output (6.4); or, with
+// CONFIGS (the config sources found beside the file) and GPTQ or AWQ layers
+// in the table, that reader's findings and output (6.5,
+// codecs/pt_quant_layers.h). StreamPtFile announces them and then passes
+// them one at a time; DecodePtFile collects them; CheckPtFile decodes nothing.
+// FORMAT, when given, is set to "gptq" or "awq" when 6.5's reader ran (left
+// as it is otherwise).
+qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, TensorSink& sink,
+                         const std::vector<qd::SideFile>& configs = {}, std::string* format = nullptr);
+qd::Outcome DecodePtFile(qd::ByteView file, const std::string& file_name,
+                         const std::vector<qd::SideFile>& configs = {});
+qd::Outcome CheckPtFile(qd::ByteView file, const std::string& file_name,
+                        const std::vector<qd::SideFile>& configs = {});
 
 }  // namespace qd::codec
 

@@ -24,7 +24,6 @@ namespace {
 using nlohmann::json;
 using U128 = unsigned __int128;  // shape arithmetic: exact for products of two u64
 
-constexpr std::int64_t kHeaderOffset = 8;  // findings about header-level facts
 constexpr std::int64_t kNoOffset = -1;     // config findings
 
 std::uint32_t LoadU32(const std::uint8_t* p) {  // little-endian, any host
@@ -307,6 +306,9 @@ class Checker {
     return r_->table.ByteOffset(i, j);
   }
   const std::uint8_t* Data(std::size_t i) const { return r_->table.Data(i); }
+  // Where a finding about a header-level fact of T points (8; in a .pt
+  // table ds of data.pkl, docs/pt.md 6.4).
+  std::int64_t Header(const TableTensor& t) const { return r_->table.HeaderOffset(t); }
 
   bool ParseSources(const std::vector<qd::SideFile>& configs, std::vector<Source>* sources);
   bool CheckWinner(const Source& w, Resolved* resolved);
@@ -679,18 +681,18 @@ bool Checker::CheckLayer(const LayerPlan& plan, GptqLayer* layer) {
   for (int m = 0; m < kMemberCount; ++m) {
     if (plan.member[m] == kGptqNoTensor) {
       return TensorError("GPTQ-101", anchor, kMemberNames[m],
-                         kHeaderOffset, "layer " + plan.prefix + " has no " + kMemberNames[m]);
+                         Header(T(plan.anchor)), "layer " + plan.prefix + " has no " + kMemberNames[m]);
     }
   }
   // L2 GPTQ-102.
   if (plan.weight != kGptqNoTensor) {
-    return TensorError("GPTQ-102", T(plan.weight).name, "weight", kHeaderOffset,
+    return TensorError("GPTQ-102", T(plan.weight).name, "weight", Header(T(plan.weight)),
                        "a dense weight lies beside the quantized layer " + plan.prefix);
   }
   // L3 GPTQ-103.
   for (std::size_t s : plan.siblings) {
     Add("GPTQ-103", qd::Severity::kWarning, file_, T(s).name,
-        std::string(SplitName(T(s).name).second), kHeaderOffset,
+        std::string(SplitName(T(s).name).second), Header(T(s)),
         "unknown tensor beside layer " + plan.prefix + "; read as an ordinary tensor");
   }
   // L4 GPTQ-104.
@@ -708,12 +710,12 @@ bool Checker::CheckLayer(const LayerPlan& plan, GptqLayer* layer) {
     if (want.tensor == kGptqNoTensor) continue;
     const TableTensor& e = T(want.tensor);
     if (want.is_float ? !IsScaleDtype(e.dtype) : e.dtype != Dtype::kI32) {
-      return TensorError("GPTQ-104", e.name, "dtype", kHeaderOffset,
+      return TensorError("GPTQ-104", e.name, "dtype", Header(e),
                          std::string(e.name) + " has dtype " + std::string(InfoOf(e.dtype).name) +
                              (want.is_float ? ", not F16, BF16 or F32" : ", not I32"));
     }
     if (e.shape.size() != want.rank) {
-      return TensorError("GPTQ-104", e.name, "shape", kHeaderOffset,
+      return TensorError("GPTQ-104", e.name, "shape", Header(e),
                          std::string(e.name) + " has rank " + std::to_string(e.shape.size()) + ", not " +
                              std::to_string(want.rank));
     }
@@ -738,29 +740,29 @@ bool Checker::CheckLayer(const LayerPlan& plan, GptqLayer* layer) {
   const U128 groups = n_groups(k);
   // L5 GPTQ-002.
   if (k % 32 != 0 || rows != k / 32 * b) {
-    return TensorError("GPTQ-002", qweight.name, "shape", kHeaderOffset,
+    return TensorError("GPTQ-002", qweight.name, "shape", Header(qweight),
                        "qweight rows " + std::to_string(qweight.shape[0]) +
                            " do not fit in_features " + ToString(k) +
                            " at " + std::to_string(r_->config.bits) + " bits (in_features must be a multiple of 32)");
   }
   // L6 GPTQ-003.
   if (n % 32 != 0 || qzeros.shape[0] != groups || qzeros.shape[1] != n / 32 * b) {
-    return TensorError("GPTQ-003", qzeros.name, "shape", kHeaderOffset,
+    return TensorError("GPTQ-003", qzeros.name, "shape", Header(qzeros),
                        "qzeros is not [groups, out_features / 32 * bits] (out_features " +
                            std::to_string(qweight.shape[1]) + " must be a multiple of 32)");
   }
   // L7 GPTQ-105.
   if (scales.shape[0] != groups || scales.shape[1] != n) {
-    return TensorError("GPTQ-105", scales.name, "shape", kHeaderOffset,
+    return TensorError("GPTQ-105", scales.name, "shape", Header(scales),
                        "scales is not [groups, out_features]");
   }
   if (plan.bias != kGptqNoTensor && T(plan.bias).shape[0] != n) {
-    return TensorError("GPTQ-105", T(plan.bias).name, "shape", kHeaderOffset,
+    return TensorError("GPTQ-105", T(plan.bias).name, "shape", Header(T(plan.bias)),
                        "bias is not [out_features]");
   }
   // L8 GPTQ-004.
   if (g_idx.shape[0] != k) {
-    return TensorError("GPTQ-004", g_idx.name, "shape", kHeaderOffset,
+    return TensorError("GPTQ-004", g_idx.name, "shape", Header(g_idx),
                        "g_idx has " + std::to_string(g_idx.shape[0]) + " entries for in_features " + ToString(k));
   }
   // From here k = g_idx.shape[0] (a u64), groups <= max(k, 1), n = qweight.shape[1].

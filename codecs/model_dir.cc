@@ -24,6 +24,7 @@
 #include "codecs/fp8.h"
 #include "codecs/gptq.h"
 #include "codecs/pt.h"
+#include "codecs/pt_quant_layers.h"
 #include "codecs/rbq.h"
 #include "codecs/recognised.h"
 #include "codecs/safetensors.h"
@@ -165,6 +166,8 @@ class DirReader {
   void ReadTorchShards(const Index& index, TensorSink& sink);
   bool CheckShardMetadata(const Index& index, const std::vector<Container>& shards);
   bool CheckNoBlockDtypes(const Index& index, const std::vector<Container>& shards);
+  void NameShards(const TensorTable& table, const std::string& name, const Index& index,
+                  std::vector<qd::Finding>* findings) const;
   void ReadFormat(TensorTable table, const std::string& name, const Index* index,
                   TensorSink& sink, Kernel kernel);
   void OneFile(TensorSink& sink, Kernel kernel);
@@ -480,6 +483,20 @@ bool DirReader::CheckNoBlockDtypes(const Index& index, const std::vector<Contain
   return true;
 }
 
+// Section 4: a format reader's finding about a tensor of an index set names
+// the shard holding it, instead of NAME (the directory).
+void DirReader::NameShards(const TensorTable& table, const std::string& name, const Index& index,
+                           std::vector<qd::Finding>* findings) const {
+  if (findings->empty()) return;
+  std::unordered_map<std::string_view, std::uint32_t> shard_of;
+  for (std::size_t i = 0; i < table.size(); ++i) shard_of.emplace(table[i].name, table[i].shard);
+  for (qd::Finding& f : *findings) {
+    if (f.file != name) continue;
+    const auto it = shard_of.find(f.tensor);
+    if (it != shard_of.end()) f.file = PathOf(index.shards[it->second]);
+  }
+}
+
 // Step 11 and section 5: detection on the table (bitsandbytes, recognised, AWQ,
 // GPTQ, FP8, else the container alone), the format's rules, its decoded tensors.
 // Findings about a tensor of an index set name its shard (section 4).
@@ -518,19 +535,13 @@ void DirReader::ReadFormat(TensorTable table, const std::string& name, const Ind
   } else {
     read_->format = "safetensors";
   }
-  if (index != nullptr && !findings.empty()) {
-    const TensorTable& t = gptq         ? gptq->table
-                           : recognised ? recognised->table
-                           : awq        ? awq->table
-                           : fp8        ? fp8->table
-                                        : bnb.table;
-    std::unordered_map<std::string_view, std::uint32_t> shard_of;
-    for (std::size_t i = 0; i < t.size(); ++i) shard_of.emplace(t[i].name, t[i].shard);
-    for (qd::Finding& f : findings) {
-      if (f.file != name) continue;
-      const auto it = shard_of.find(f.tensor);
-      if (it != shard_of.end()) f.file = PathOf(index->shards[it->second]);
-    }
+  if (index != nullptr) {
+    NameShards(gptq         ? gptq->table
+               : recognised ? recognised->table
+               : awq        ? awq->table
+               : fp8        ? fp8->table
+                            : bnb.table,
+               name, *index, &findings);
   }
   for (qd::Finding& f : findings) outcome_.findings.push_back(std::move(f));
   if (outcome_.refused) return;
@@ -572,6 +583,7 @@ void DirReader::ReadTorchShards(const Index& index, TensorSink& sink) {
     }
     tensors.push_back(TensorsOf(r, bytes.size));
     shards.push_back(std::move(r));
+    if (options_.progress) options_.progress(shards.size(), index.shards.size(), shard);
   }
   read_->shards = shards.size();
   if (!CheckTensorsAgainstIndex(index, tensors) || !CheckTotalSize(index, tensors)) return;
@@ -589,9 +601,20 @@ void DirReader::ReadTorchShards(const Index& index, TensorSink& sink) {
     }
     tables.push_back(std::move(layers.table));
   }
-  std::vector<const TensorTable*> order;
-  for (const TensorTable& t : tables) order.push_back(&t);
-  TensorTable::StreamFloats(order, sink);
+  // docs/pt.md 6.5 over the merged table: GPTQ or AWQ layers, with the
+  // directory's configs, read as in a safetensors set.
+  TensorTable merged = TensorTable::FromPtShards(std::move(tables));
+  PtQuantLayers quant;
+  std::vector<qd::Finding> no_warnings;  // the shards' PT warnings are in outcome_ already
+  if (ReadPtQuantLayers(merged, listing_.dir, Configs(), &no_warnings, &quant)) {
+    read_->format = quant.format();
+    NameShards(quant.table(), listing_.dir, index, &quant.findings());
+    for (qd::Finding& f : quant.findings()) outcome_.findings.push_back(std::move(f));
+    outcome_.refused = quant.refused();
+    if (!outcome_.refused) StreamPtQuantLayers(quant, sink);
+    return;
+  }
+  merged.StreamFloats(sink);
 }
 
 // A set without an index: the file alone (section 3, last paragraph), its
@@ -612,7 +635,7 @@ void DirReader::OneFile(TensorSink& sink, Kernel kernel) {
   if (file.refused) {  // the container refused it (RBQ's rules never ran)
     if (ClaimsPt(bytes)) {
       read_->format = "pt";
-      outcome_ = StreamPtFile(bytes, path, sink);
+      outcome_ = StreamPtFile(bytes, path, sink, Configs(), &read_->format);
     } else {
       outcome_ = qd::Outcome{true, std::move(file.findings), {}};
     }
@@ -663,13 +686,7 @@ qd::Outcome StreamModelDir(const qd::ModelDirListing& listing, TensorSink& sink,
 
 qd::Outcome CheckModelDir(const qd::ModelDirListing& listing, ModelDirRead* read,
                           const ModelDirOptions& options) {
-  // A sink that declines the plan: the readers stop before decoding.
-  class Declining : public TensorSink {
-   public:
-    using TensorSink::Plan;
-    bool Plan(const TensorPlan&) override { return false; }
-    bool Take(const TensorChunk&) override { return false; }
-  } declining;
+  DecliningSink declining;  // the readers stop before decoding
   return StreamModelDir(listing, declining, read, BestKernel(), options);
 }
 

@@ -48,7 +48,8 @@ struct ModelDirRead {
 // order are the same for every JOBS: a reader stops at the first refused
 // shard in shard order, and later shards' results are dropped unread).
 // PROGRESS, when set, is called as each shard's rules finish: DONE of TOTAL,
-// NAME the shard; one call at a time, from whichever thread read it.
+// NAME the shard; one call at a time, from whichever thread read it. (The
+// shards of a torch index are read one after the other whatever JOBS says.)
 struct ModelDirOptions {
   unsigned jobs = 1;
   std::function<void(std::size_t done, std::size_t total, const std::string& name)> progress;

@@ -57,6 +57,27 @@ TensorTable TensorTable::FromPt(PtResult pickle) {
   return table;
 }
 
+TensorTable TensorTable::FromPtShards(std::vector<TensorTable> tables) {
+  TensorTable merged;
+  merged.merged_pt_ = true;
+  for (std::size_t s = 0; s < tables.size(); ++s) {
+    TensorTable& t = tables[s];
+    if (!merged.pickle_) merged.pickle_ = t.pickle_;
+    merged.pt_shards_.push_back(t.pickle_);
+    merged.pt_shard_names_.push_back(t.names_);
+    merged.shard_header_offsets_.push_back(t.header_offset_);
+    for (std::size_t i = 0; i < t.tensors_.size(); ++i) {
+      if (!t.tensors_[i].listed) continue;
+      TableTensor tensor = t.tensors_[i];
+      tensor.shard = static_cast<std::uint32_t>(s);
+      merged.tensors_.push_back(tensor);
+      merged.sources_.push_back(t.sources_[i]);
+      merged.materialised_.push_back(std::move(t.materialised_[i]));
+    }
+  }
+  return merged;
+}
+
 std::size_t TensorTable::AddValueTensor(std::uint32_t all_tensors_index, std::string name) {
   AddPt(pickle_->all_tensors[all_tensors_index], std::move(name), false);
   return tensors_.size() - 1;

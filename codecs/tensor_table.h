@@ -61,6 +61,11 @@ class TensorTable {
   static TensorTable FromShards(std::vector<Container> shards);
   // An accepted .pt reading (not refused); tensors in the table's flattening order.
   static TensorTable FromPt(PtResult pickle);
+  // A model directory's torch shards read as one table (docs/model_dir.md 4):
+  // TABLES are FromPt tables in shard order, their listed tensors taken over
+  // as shard 0, 1, ... in each table's order. The merged table has no value
+  // model: pickle() is null and value tensors are not carried over.
+  static TensorTable FromPtShards(std::vector<TensorTable> tables);
 
   std::size_t size() const { return pickle_ ? tensors_.size() : shard_begin_.back(); }
   // Built on each call for a safetensors container (the table keeps no
@@ -78,6 +83,11 @@ class TensorTable {
   // Where findings about header-level facts point: 8 for safetensors, ds of
   // data.pkl for .pt.
   std::int64_t header_offset() const { return header_offset_; }
+  // The same for tensor T's own file: in a merged table of torch shards,
+  // ds of data.pkl of the shard holding T (docs/pt.md 6.4, docs/model_dir.md 4).
+  std::int64_t HeaderOffset(const TableTensor& t) const {
+    return shard_header_offsets_.empty() ? header_offset_ : shard_header_offsets_[t.shard];
+  }
   // A safetensors __metadata__ value; a .pt file has none.
   const std::string* Metadata(std::string_view key) const;
   // F32 / F16 / BF16 / F64 tensor i to binary32 (F64 rounded to nearest
@@ -94,7 +104,7 @@ class TensorTable {
 
   // The .pt reading behind the table (its value table and nodes), or null.
   // Its tensor table is this table (PtResult::tensors is empty there).
-  const PtResult* pickle() const { return pickle_.get(); }
+  const PtResult* pickle() const { return merged_pt_ ? nullptr : pickle_.get(); }
   // The safetensors container behind a one-file table, or null (a .pt file,
   // or a merged table of several shards).
   const Container* container() const {
@@ -126,6 +136,12 @@ class TensorTable {
   std::vector<std::size_t> shard_begin_ = {0};
   std::pair<const Container*, std::size_t> Locate(std::size_t i) const;
   std::shared_ptr<const PtResult> pickle_;  // .pt (shared: tables copy cheaply)
+  // FromPtShards: every shard's reading and names kept alive (pickle_ is
+  // the first, marking the table as .pt), and each shard's header offset.
+  bool merged_pt_ = false;
+  std::vector<std::shared_ptr<const PtResult>> pt_shards_;
+  std::vector<std::shared_ptr<std::deque<std::string>>> pt_shard_names_;
+  std::vector<std::int64_t> shard_header_offsets_;
 };
 
 // A table reader's result for a file the container refused: refused, with

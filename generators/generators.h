@@ -383,6 +383,20 @@ struct PtModelDir {
   GeneratedDir dir;
 };
 PtModelDir PtShardedModel(Rng& rng);
+// FILE cut at CUTS as ShardModelAt cuts it, and the same directory with every
+// shard written as a torch .bin of the same tensors (a flat state dict,
+// contiguous, in the shard's order): pytorch_model.bin or
+// pytorch_model-0000i-of-0000k.bin, pytorch_model.bin.index.json,
+// model.quantize_config.json renamed pytorch_model.quantize_config.json, no
+// __metadata__ (docs/pt.md 6.5: a GPTQ or AWQ model reads alike in both).
+// A file the container refuses, or with a tensor of a dtype a .pt file
+// cannot hold (docs/pt.md 4.3), has no torch twin (has_torch false).
+struct TorchTwinDirs {
+  GeneratedDir safetensors;
+  GeneratedDir torch;
+  bool has_torch = false;
+};
+TorchTwinDirs TorchTwinAt(const Generated& file, const std::vector<std::size_t>& cuts, Rng& rng);
 
 // Parameters of one RBQ file, exposed so fuzz targets can build from input.
 struct RbqFileParams {

@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "generators/model_dir.h"
+#include "generators/generators.h"
 
 namespace qd::gen {
 namespace {
@@ -129,6 +131,58 @@ PtModelDir PtShardedModel(Rng& rng) {
   if (Coin(rng)) std::sort(d.weight_map.begin(), d.weight_map.end());
   d.what = std::to_string(d.weight_map.size()) + " tensors in " + std::to_string(k) + " .bin shard(s)";
   out.dir = Write(d, "", "torch model split: " + d.what);
+  return out;
+}
+
+// docs/pt.md 6.5: a torch twin of a safetensors directory draft, every
+// shard the same tensors in the same order as a flat state dict.
+TorchTwinDirs TorchTwinAt(const Generated& file, const std::vector<std::size_t>& cuts, Rng& rng) {
+  using namespace dir_gen;
+  DirDraft d = DraftAt(file, cuts, rng);
+  TorchTwinDirs out;
+  out.safetensors = Write(d, "", "model cut: " + d.what);
+  if (d.shards.size() == 1 && d.shards[0].as_is) return out;  // the container refuses it: no twin
+  // A dtype torch.save cannot write (docs/pt.md 4.3: U16, U32, F8_*, ...): no twin.
+  static const std::string_view kPtDtypes[] = {"F64", "F32", "F16", "BF16", "I64",
+                                               "I32", "I16", "I8",  "U8",   "BOOL"};
+  for (const ShardDraft& shard : d.shards) {
+    for (const codec::TensorWithBytes& t : shard.tensors) {
+      if (std::find(std::begin(kPtDtypes), std::end(kPtDtypes), t.spec.dtype) == std::end(kPtDtypes)) {
+        return out;
+      }
+    }
+  }
+  const std::size_t k = d.shards.size();
+  std::vector<std::pair<std::string, std::string>> renamed;  // safetensors shard -> torch shard
+  for (std::size_t s = 0; s < k; ++s) {
+    ShardDraft& shard = d.shards[s];
+    const std::string name = d.with_index ? TorchShardName(s, k) : "pytorch_model.bin";
+    renamed.emplace_back(shard.name, name);
+    PtStateDict root;
+    PtPutTensors(&root, shard.tensors);
+    for (const codec::TensorWithBytes& t : shard.tensors) shard.verbatim_tensor_bytes += t.bytes.size();
+    shard.verbatim = PtWriteStateDict(root);
+    shard.as_is = true;
+    shard.tensors.clear();
+    shard.name = name;
+    shard.has_metadata = false;  // a .pt file has no __metadata__
+    shard.metadata.clear();
+  }
+  for (auto& [tensor, shard] : d.weight_map) {
+    for (const auto& [from, to] : renamed) {
+      if (shard == from) {
+        shard = to;
+        break;
+      }
+    }
+  }
+  d.index_name = kTorchIndexName;
+  // The set's own config follows its stem (docs/model_dir.md 2).
+  for (GeneratedDirFile& f : d.others) {
+    if (f.name == "model.quantize_config.json") f.name = "pytorch_model.quantize_config.json";
+  }
+  out.torch = Write(d, "", "torch twin: " + d.what);
+  out.has_torch = true;
   return out;
 }
 

@@ -6,13 +6,15 @@
 
 namespace qd::harness {
 
-DirDiff DiffModelDir(const qd::ModelDirListing& listing) {
+DirDiff DiffModelDir(const qd::ModelDirListing& listing, const codec::ModelDirOptions& options) {
   constexpr const char* kTarget = "model_dir";
   DirDiff d;
   oracle::ModelDirRead facts;
   d.streamed = DiffReaders(
       kTarget,
-      [&](qd::TensorSink& sink) { return codec::StreamModelDir(listing, sink, &d.codec_read); },
+      [&](qd::TensorSink& sink) {
+        return codec::StreamModelDir(listing, sink, &d.codec_read, codec::BestKernel(), options);
+      },
       [&](qd::TensorSink& sink) { return oracle::StreamModelDir(listing, sink, &facts); });
   d.oracle_format = facts.format;
   d.oracle_total_size_convention = facts.total_size_convention;

@@ -28,8 +28,10 @@ struct DirDiff {
   bool oracle_unsupported = false;
 };
 
-// Both directory readers on LISTING, the oracle's on a second thread.
-DirDiff DiffModelDir(const qd::ModelDirListing& listing);
+// Both directory readers on LISTING, the oracle's on a second thread; the
+// codec's with OPTIONS (its shards on options.jobs threads, its shard
+// progress: codecs/model_dir.h; the findings are the same for any jobs).
+DirDiff DiffModelDir(const qd::ModelDirListing& listing, const codec::ModelDirOptions& options = {});
 
 }  // namespace qd::harness
 

@@ -149,27 +149,27 @@ qd::Outcome OracleStreamGptq(qd::ByteView file, const std::string& name,
   return oracle::StreamGptqFile(file, name, side_files, sink);
 }
 
-qd::Outcome CodecPt(qd::ByteView file, const std::string& name, const SideFiles&) {
-  return codec::DecodePtFile(file, name);
+qd::Outcome CodecPt(qd::ByteView file, const std::string& name, const SideFiles& side_files) {
+  return codec::DecodePtFile(file, name, side_files);
 }
 
-qd::Outcome StreamPt(qd::ByteView file, const std::string& name, const SideFiles&,
+qd::Outcome StreamPt(qd::ByteView file, const std::string& name, const SideFiles& side_files,
                      qd::TensorSink& sink) {
-  return codec::StreamPtFile(file, name, sink);
+  return codec::StreamPtFile(file, name, sink, side_files);
 }
 
-qd::Outcome CheckPt(qd::ByteView file, const std::string& name, const SideFiles&) {
-  codec::BnbResult r = codec::ReadPtLayers(file, name);
-  return qd::Outcome{r.refused, std::move(r.findings), {}};
+qd::Outcome CheckPt(qd::ByteView file, const std::string& name, const SideFiles& side_files) {
+  return codec::CheckPtFile(file, name, side_files);
 }
 
-qd::Outcome OraclePt(qd::ByteView file, const std::string& name, const SideFiles&) {
-  return oracle::ReadPtFile(file, name);
+qd::Outcome OraclePt(qd::ByteView file, const std::string& name, const SideFiles& side_files) {
+  return qd::CollectStream(
+      [&](qd::TensorSink& sink) { return oracle::StreamPtFile(file, name, sink, side_files); });
 }
 
-qd::Outcome OracleStreamPt(qd::ByteView file, const std::string& name, const SideFiles&,
+qd::Outcome OracleStreamPt(qd::ByteView file, const std::string& name, const SideFiles& side_files,
                            qd::TensorSink& sink) {
-  return oracle::StreamPtFile(file, name, sink);
+  return oracle::StreamPtFile(file, name, sink, side_files);
 }
 
 qd::Outcome CheckRecognised(qd::ByteView file, const std::string& name,

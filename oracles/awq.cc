@@ -26,7 +26,6 @@ namespace {
 
 using Wide = __int128;  // shapes times 8: no overflow in 128 bits
 
-constexpr std::int64_t kHeaderOffset = 8;
 
 // ---------------------------------------------------------------------------
 // Section 1: findings and helpers.
@@ -44,10 +43,11 @@ struct Report {
     outcome->refused = true;
     return false;
   }
-  void Warning(const char* rule, const std::string& tensor, const char* field,
+  // A header-level fact of TENSOR (byte_offset 8, in a .pt table ds of data.pkl).
+  void Warning(const char* rule, const TableTensor& tensor, const char* field,
                const std::string& message) {
-    outcome->findings.push_back(
-        NewFinding(rule, qd::Severity::kWarning, file, tensor, field, kHeaderOffset, message));
+    outcome->findings.push_back(NewFinding(rule, qd::Severity::kWarning, file, tensor.name, field,
+                                           tensor.header_offset, message));
   }
 };
 
@@ -61,9 +61,7 @@ std::string WideText(Wide v) {
   return s;
 }
 
-std::int64_t ByteOffsetOf(const TableTensor& t, std::uint64_t j) {
-  return static_cast<std::int64_t>(t.data_start + t.begin + j);
-}
+std::int64_t ByteOffsetOf(const TableTensor& t, std::uint64_t j) { return t.ByteOffset(j); }
 
 // Z: the padded group-slot count of docs/awq.md section 4 (0: none exists).
 std::int64_t ZerosWidth(std::int64_t k, std::int64_t group_size) {
@@ -176,25 +174,25 @@ bool CheckLayer(const std::vector<TableTensor>& tensors, const QuantLayer& layer
   } required[] = {{layer.qweight, "qweight"}, {layer.qzeros, zeros}, {layer.scales, "scales"}};
   for (const auto& r : required) {
     if (r.index < 0) {
-      return report.Error("AWQ-101", at(layer.anchor).name, r.suffix, kHeaderOffset,
+      return report.Error("AWQ-101", at(layer.anchor).name, r.suffix, at(layer.anchor).header_offset,
                           "the layer " + p + " lacks " + p + r.suffix);
     }
   }
   // A2 AWQ-103: a g_idx makes it a GPTQ layer.
   if (layer.g_idx >= 0) {
-    return report.Error("AWQ-103", at(layer.g_idx).name, "g_idx", kHeaderOffset,
+    return report.Error("AWQ-103", at(layer.g_idx).name, "g_idx", at(layer.g_idx).header_offset,
                         "the layer " + p + " carries g_idx: GPTQ tensors in a file read as AWQ");
   }
   // A3 AWQ-102.
   if (layer.weight >= 0) {
-    return report.Error("AWQ-102", at(layer.weight).name, "weight", kHeaderOffset,
+    return report.Error("AWQ-102", at(layer.weight).name, "weight", at(layer.weight).header_offset,
                         "a dense " + p + "weight stands beside the quantized layer");
   }
   // A4 AWQ-104, warnings.
   for (const int s : layer.siblings) {
     const std::string& name = at(s).name;
     const std::string suffix = name.substr(name.rfind('.') + 1);
-    report.Warning("AWQ-104", name, suffix.c_str(),
+    report.Warning("AWQ-104", at(s), suffix.c_str(),
                    "the tensor is not a member of the layer " + p + "; it is read as it is");
   }
   // A5 AWQ-105: dtypes, then ranks.
@@ -215,12 +213,12 @@ bool CheckLayer(const std::vector<TableTensor>& tensors, const QuantLayer& layer
   for (const auto& m : members) {
     if (m.index < 0) continue;
     if (!m.ok) {
-      return report.Error("AWQ-105", at(m.index).name, "dtype", kHeaderOffset,
+      return report.Error("AWQ-105", at(m.index).name, "dtype", at(m.index).header_offset,
                           at(m.index).name + " is " + at(m.index).dtype + " where version " +
                               version + " wants " + m.wanted);
     }
     if (at(m.index).shape.size() != m.rank) {
-      return report.Error("AWQ-105", at(m.index).name, "shape", kHeaderOffset,
+      return report.Error("AWQ-105", at(m.index).name, "shape", at(m.index).header_offset,
                           at(m.index).name + " has " + std::to_string(at(m.index).shape.size()) +
                               " dimensions, not " + std::to_string(m.rank));
     }
@@ -242,18 +240,18 @@ bool CheckLayer(const std::vector<TableTensor>& tensors, const QuantLayer& layer
   }
   const Wide limit = static_cast<Wide>(1) << 63;
   if (K >= limit || N >= limit) {
-    return report.Error("AWQ-002", qweight.name, "shape", kHeaderOffset,
+    return report.Error("AWQ-002", qweight.name, "shape", qweight.header_offset,
                         "qweight gives in_features " + WideText(K) + " and out_features " +
                             WideText(N) + ", beyond int64");
   }
   if (fast && K % 64 != 0) {
-    return report.Error("AWQ-002", qweight.name, "shape", kHeaderOffset,
+    return report.Error("AWQ-002", qweight.name, "shape", qweight.header_offset,
                         "gemv_fast needs in_features in multiples of 64, not " + WideText(K));
   }
   // A7 AWQ-005: groups.
   const std::int64_t gs = settings.group_size;
   if (gs != -1 && K % gs != 0) {
-    return report.Error("AWQ-005", qweight.name, "group_size", kHeaderOffset,
+    return report.Error("AWQ-005", qweight.name, "group_size", qweight.header_offset,
                         "group_size " + std::to_string(gs) + " does not divide in_features " +
                             WideText(K));
   }
@@ -263,7 +261,7 @@ bool CheckLayer(const std::vector<TableTensor>& tensors, const QuantLayer& layer
   if (version != "gemm") {
     Z = ZerosWidth(static_cast<std::int64_t>(K), group);
     if (Z == 0 && G != 0) {
-      return report.Error("AWQ-005", qweight.name, "group_size", kHeaderOffset,
+      return report.Error("AWQ-005", qweight.name, "group_size", qweight.header_offset,
                           "version " + version + " has no zeros width for group size " +
                               std::to_string(group) + " (32, 64 or >= 128)");
     }
@@ -278,17 +276,17 @@ bool CheckLayer(const std::vector<TableTensor>& tensors, const QuantLayer& layer
     want_z[0] = 8 * Z, want_z[1] = N, want_s[0] = 8 * Z, want_s[1] = N;
   }
   if (qzeros.shape[0] != want_z[0] || qzeros.shape[1] != want_z[1]) {
-    return report.Error("AWQ-003", qzeros.name, "shape", kHeaderOffset,
+    return report.Error("AWQ-003", qzeros.name, "shape", qzeros.header_offset,
                         "qzeros should be [" + WideText(want_z[0]) + ", " + WideText(want_z[1]) +
                             "] for version " + version);
   }
   if (scales.shape[0] != want_s[0] || scales.shape[1] != want_s[1]) {
-    return report.Error("AWQ-004", scales.name, "shape", kHeaderOffset,
+    return report.Error("AWQ-004", scales.name, "shape", scales.header_offset,
                         "scales should be [" + WideText(want_s[0]) + ", " + WideText(want_s[1]) +
                             "] for version " + version);
   }
   if (layer.bias >= 0 && at(layer.bias).shape[0] != N) {
-    return report.Error("AWQ-004", at(layer.bias).name, "shape", kHeaderOffset,
+    return report.Error("AWQ-004", at(layer.bias).name, "shape", at(layer.bias).header_offset,
                         "bias should be [" + WideText(N) + "]");
   }
   out->k = static_cast<std::uint64_t>(K);

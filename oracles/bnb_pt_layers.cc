@@ -11,6 +11,7 @@
 
 #include "oracles/finding.h"
 #include "oracles/safetensors.h"
+#include "oracles/pt_quant_layers.h"
 
 namespace qd::oracle {
 namespace {
@@ -252,6 +253,7 @@ bool StreamPtTable(qd::ByteView file, const std::vector<PtTensorBytes>& table, q
 }
 
 qd::Outcome StreamPtFileUnguarded(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink,
+                                  const std::vector<qd::SideFile>& configs, std::string* format,
                                   std::vector<PtTensorBytes>* tensors_out,
                                   std::vector<PtValueEntry>* values_out, PtValueGraph* graph_out) {
   PtTables tables;
@@ -272,7 +274,16 @@ qd::Outcome StreamPtFileUnguarded(qd::ByteView file, const std::string& file_nam
     // docs/bnb.md's output, chunk by chunk, once every check has passed.
     if (outcome.refused) return outcome;  // the tables are given on accept only
   } else {
-    StreamPtTable(file, tables.tensors, sink);
+    // Section 6.5: with configs, GPTQ or AWQ layers are read by their readers.
+    MergedTable quant_table;
+    std::string quant_format;
+    if (StreamPtQuantShards({{file, &tables}}, file_name, configs, &outcome, sink, &quant_format,
+                            &quant_table)) {
+      if (format != nullptr) *format = quant_format;
+      if (outcome.refused) return outcome;
+    } else {
+      StreamPtTable(file, tables.tensors, sink);
+    }
   }
   if (tensors_out != nullptr) *tensors_out = std::move(tables.tensors);
   if (values_out != nullptr) *values_out = std::move(tables.values);
@@ -283,13 +294,14 @@ qd::Outcome StreamPtFileUnguarded(qd::ByteView file, const std::string& file_nam
 // StreamPtFileUnguarded with std::bad_alloc (the output of an accepted file
 // that does not fit in memory) as PT-012; nothing escapes.
 qd::Outcome StreamPtFileGuarded(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink,
+                                const std::vector<qd::SideFile>& configs, std::string* format,
                                 std::vector<PtTensorBytes>* tensors, std::vector<PtValueEntry>* values,
                                 PtValueGraph* graph) {
   if (tensors != nullptr) tensors->clear();
   if (values != nullptr) values->clear();
   if (graph != nullptr) *graph = PtValueGraph();
   try {
-    return StreamPtFileUnguarded(file, file_name, sink, tensors, values, graph);
+    return StreamPtFileUnguarded(file, file_name, sink, configs, format, tensors, values, graph);
   } catch (...) {
     qd::Outcome outcome;
     outcome.refused = true;
@@ -334,8 +346,9 @@ BnbTable BnbTableFromPt(qd::ByteView file, std::int64_t pickle_start,
   return table;
 }
 
-qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink) {
-  return StreamPtFileGuarded(file, file_name, sink, nullptr, nullptr, nullptr);
+qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink,
+                         const std::vector<qd::SideFile>& configs, std::string* format) {
+  return StreamPtFileGuarded(file, file_name, sink, configs, format, nullptr, nullptr, nullptr);
 }
 
 qd::Outcome ReadPtFile(qd::ByteView file, const std::string& file_name,
@@ -344,7 +357,7 @@ qd::Outcome ReadPtFile(qd::ByteView file, const std::string& file_name,
   // The stream, collected.
   std::vector<qd::DecodedTensor> decoded;
   qd::CollectingSink sink(&decoded);
-  qd::Outcome outcome = StreamPtFileGuarded(file, file_name, sink, tensors, values, graph);
+  qd::Outcome outcome = StreamPtFileGuarded(file, file_name, sink, {}, nullptr, tensors, values, graph);
   if (!outcome.refused) outcome.tensors = std::move(decoded);
   return outcome;
 }

@@ -56,7 +56,12 @@ qd::Outcome ReadPtFile(qd::ByteView file, const std::string& file_name,
 // view is never whole in memory); a file with bitsandbytes layers hands
 // over docs/bnb.md's tensors whole, in chunks. ReadPtFile is this stream
 // collected.
-qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink);
+// With CONFIGS (the config sources found beside the file) and GPTQ or AWQ
+// layers in the tensor table, that reader's findings and output instead
+// (docs/pt.md 6.5, oracles/pt_quant_layers.h), and *FORMAT (when given) is
+// set to "gptq" or "awq"; it is left as it is otherwise.
+qd::Outcome StreamPtFile(qd::ByteView file, const std::string& file_name, qd::TensorSink& sink,
+                         const std::vector<qd::SideFile>& configs = {}, std::string* format = nullptr);
 
 }  // namespace qd::oracle
 

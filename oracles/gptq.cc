@@ -38,7 +38,6 @@ using gptq_internal::Quote;
 using gptq_internal::Reporter;
 using gptq_internal::Settings;
 
-constexpr std::int64_t kHeaderOffset = 8;  // byte_offset of facts of the header
 
 // Shapes are up to 64 bits and the formulas of section 2 multiply them by 32:
 // every shape computation is done in 128 bits, where it cannot overflow.
@@ -55,8 +54,10 @@ std::uint32_t Mask(int bits) {
   return bits >= 32 ? 0xFFFFFFFFu : ((static_cast<std::uint32_t>(1) << bits) - 1u);
 }
 
-// 8 + N_hdr + begin + j as a byte_offset, saturated at INT64_MAX.
+// 8 + N_hdr + begin + j as a byte_offset, saturated at INT64_MAX (in a
+// .pt table, docs/pt.md 6.4's offset of byte j).
 std::int64_t DataOffset(const TableTensor& tensor, Wide j) {
+  if (tensor.pt_byte_offset) return tensor.ByteOffset(static_cast<std::uint64_t>(j));
   const Wide offset = static_cast<Wide>(tensor.data_start) + static_cast<Wide>(tensor.begin) + j;
   const Wide limit = static_cast<Wide>(std::numeric_limits<std::int64_t>::max());
   return static_cast<std::int64_t>(offset > limit ? limit : offset);
@@ -223,21 +224,22 @@ bool CheckLayer(const LayerContext& ctx, const Layer& layer, Reporter& report,
   for (const auto& member : required) {
     if (member.index < 0) {
       return report.Error("GPTQ-101", file, TensorAt(ctx, layer.anchor).name, member.suffix,
-                          kHeaderOffset,
+                          TensorAt(ctx, layer.anchor).header_offset,
                           "the layer " + Quote(p) + " has no " + p + member.suffix + " tensor");
     }
   }
   // L2 GPTQ-102: a dense weight beside the quantized layer.
   if (layer.weight >= 0) {
     return report.Error("GPTQ-102", file, TensorAt(ctx, layer.weight).name, "weight",
-                        kHeaderOffset,
+                        TensorAt(ctx, layer.weight).header_offset,
                         "a dense " + p + "weight lies beside the quantized layer " + Quote(p));
   }
   // L3 GPTQ-103: unknown siblings, read as ordinary tensors.
   for (const int sibling : layer.siblings) {
     std::string prefix, suffix;
     SplitName(TensorAt(ctx, sibling).name, &prefix, &suffix);
-    report.Warning("GPTQ-103", file, TensorAt(ctx, sibling).name, suffix, kHeaderOffset,
+    report.Warning("GPTQ-103", file, TensorAt(ctx, sibling).name, suffix,
+                   TensorAt(ctx, sibling).header_offset,
                    "the tensor " + TensorAt(ctx, sibling).name +
                        " beside the layer is not a GPTQ member; it is read as an ordinary tensor");
   }
@@ -258,12 +260,12 @@ bool CheckLayer(const LayerContext& ctx, const Layer& layer, Reporter& report,
                                              tensor.dtype == "F32")
                                           : tensor.dtype == "I32";
     if (!dtype_ok) {
-      return report.Error("GPTQ-104", file, tensor.name, "dtype", kHeaderOffset,
+      return report.Error("GPTQ-104", file, tensor.name, "dtype", tensor.header_offset,
                           tensor.name + " has dtype " + tensor.dtype + ", expected " +
                               (member.is_float ? "F16, BF16 or F32" : "I32"));
     }
     if (tensor.shape.size() != member.rank) {
-      return report.Error("GPTQ-104", file, tensor.name, "shape", kHeaderOffset,
+      return report.Error("GPTQ-104", file, tensor.name, "shape", tensor.header_offset,
                           tensor.name + " has rank " + std::to_string(tensor.shape.size()) +
                               ", expected " + std::to_string(member.rank));
     }
@@ -288,7 +290,7 @@ bool CheckLayer(const LayerContext& ctx, const Layer& layer, Reporter& report,
 
   // L5 GPTQ-002: qweight is [K / 32 * b, N] with K a multiple of 32.
   if (k % 32 != 0 || rows != k / 32 * b) {
-    return report.Error("GPTQ-002", file, qweight.name, "shape", kHeaderOffset,
+    return report.Error("GPTQ-002", file, qweight.name, "shape", qweight.header_offset,
                         qweight.name + " has shape " + ShapeToString(qweight.shape) +
                             ", which does not hold in_features " + WideToString(k) + " at " +
                             std::to_string(b) + " bits (a multiple of 32 is needed)");
@@ -296,7 +298,7 @@ bool CheckLayer(const LayerContext& ctx, const Layer& layer, Reporter& report,
   // L6 GPTQ-003: qzeros is [G, N / 32 * b] with N a multiple of 32.
   if (n % 32 != 0 || static_cast<Wide>(qzeros.shape[0]) != g ||
       static_cast<Wide>(qzeros.shape[1]) != n / 32 * b) {
-    return report.Error("GPTQ-003", file, qzeros.name, "shape", kHeaderOffset,
+    return report.Error("GPTQ-003", file, qzeros.name, "shape", qzeros.header_offset,
                         qzeros.name + " has shape " + ShapeToString(qzeros.shape) + ", expected [" +
                             WideToString(g) + ", " + WideToString(n) + " / 32 * " +
                             std::to_string(b) + "] with out_features " + WideToString(n) +
@@ -304,19 +306,19 @@ bool CheckLayer(const LayerContext& ctx, const Layer& layer, Reporter& report,
   }
   // L7 GPTQ-105: scales [G, N], then bias [N].
   if (static_cast<Wide>(scales.shape[0]) != g || static_cast<Wide>(scales.shape[1]) != n) {
-    return report.Error("GPTQ-105", file, scales.name, "shape", kHeaderOffset,
+    return report.Error("GPTQ-105", file, scales.name, "shape", scales.header_offset,
                         scales.name + " has shape " + ShapeToString(scales.shape) +
                             ", expected [" + WideToString(g) + ", " + WideToString(n) + "]");
   }
   if (layer.bias >= 0 && static_cast<Wide>(TensorAt(ctx, layer.bias).shape[0]) != n) {
     const TableTensor& bias = TensorAt(ctx, layer.bias);
-    return report.Error("GPTQ-105", file, bias.name, "shape", kHeaderOffset,
+    return report.Error("GPTQ-105", file, bias.name, "shape", bias.header_offset,
                         bias.name + " has shape " + ShapeToString(bias.shape) + ", expected [" +
                             WideToString(n) + "]");
   }
   // L8 GPTQ-004: g_idx has K entries, each selecting an existing group.
   if (kg != k) {
-    return report.Error("GPTQ-004", file, g_idx.name, "shape", kHeaderOffset,
+    return report.Error("GPTQ-004", file, g_idx.name, "shape", g_idx.header_offset,
                         g_idx.name + " has " + WideToString(kg) + " entries, in_features is " +
                             WideToString(k));
   }

@@ -11,6 +11,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <set>
 #include <string>
 #include <utility>
@@ -27,6 +29,18 @@ struct TableTensor : ContainerTensor {
   std::size_t shard = 0;               // rank of its shard (byte order of shard names)
   const std::uint8_t* data = nullptr;  // its first data byte, in its shard's bytes
   std::uint64_t data_start = 0;        // 8 + N of its shard: byte k is at data_start + begin + k
+  // Where a finding about a header-level fact of the tensor points: 8 in a
+  // safetensors shard, ds of data.pkl in a .pt file (docs/pt.md 6.4).
+  std::int64_t header_offset = 8;
+  // Set for a .pt tensor (docs/pt.md 6.4: byte k of a view maps through its
+  // strides): the finding offset of byte k of its C-order bytes, instead of
+  // data_start + begin + k. begin and end are then 6.4's absolute keys.
+  std::function<std::int64_t(std::uint64_t)> pt_byte_offset;
+
+  // The byte_offset of a finding about byte k of the tensor's data.
+  std::int64_t ByteOffset(std::uint64_t k) const {
+    return pt_byte_offset ? pt_byte_offset(k) : static_cast<std::int64_t>(data_start + begin + k);
+  }
 };
 
 struct MergedTable {
@@ -36,6 +50,10 @@ struct MergedTable {
   std::vector<std::pair<std::string, std::string>> metadata;
   // Sorted by (shard, begin, end, name bytes).
   std::vector<TableTensor> tensors;
+  // The C-order bytes of .pt tensors that are not in place in their file
+  // (views, big-endian files), which their `data` points into; a deque, so
+  // appending keeps them where they are.
+  std::deque<std::vector<std::uint8_t>> held;
 };
 
 // Appends an accepted container's tensors as shard SHARD (ranks appended in

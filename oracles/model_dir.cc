@@ -30,6 +30,7 @@
 #include "oracles/json.h"
 #include "oracles/merged_table.h"
 #include "oracles/pt.h"
+#include "oracles/pt_quant_layers.h"
 #include "oracles/rbq.h"
 #include "oracles/recognised.h"
 #include "oracles/safetensors.h"
@@ -215,7 +216,7 @@ qd::Outcome StreamSingleFile(const qd::DirEntry& entry, const std::string& file_
   }
   if (IsPtFile(file)) {
     *format = "pt";
-    return StreamPtFile(file, file_name, sink);
+    return StreamPtFile(file, file_name, sink, configs, format);
   }
   // Claimed by none: the container alone. A file the container refuses is
   // refused before any detection (README "Which format a file is").
@@ -503,8 +504,9 @@ void StreamFloatTable(const MergedTable& table, qd::TensorSink& sink) {
 
 // Section 4's file of the format rules' findings: the format readers name
 // the directory; a finding about a tensor names the shard holding it.
+template <class ShardOfKind>
 void NameShards(const qd::ModelDirListing& listing, const MergedTable& table,
-                const std::vector<Shard>& shards, std::size_t first, qd::Outcome* outcome) {
+                const std::vector<ShardOfKind>& shards, std::size_t first, qd::Outcome* outcome) {
   std::map<std::string, std::size_t> shard_of;
   for (const TableTensor& tensor : table.tensors) shard_of.emplace(tensor.name, tensor.shard);
   for (std::size_t i = first; i < outcome->findings.size(); ++i) {
@@ -550,7 +552,9 @@ void StreamMergedTable(const qd::ModelDirListing& listing, const std::vector<Sha
 // 6.4): a bitsandbytes layer there is not read yet (unsupported, below);
 // otherwise docs/pt.md 6.3's output, in (shard rank, begin, end, name
 // bytes) order, each view read a chunk at a time through its layout.
-void StreamMergedPt(const std::vector<PtShard>& shards, qd::TensorSink& sink, ModelDirRead* read) {
+void StreamMergedPt(const qd::ModelDirListing& listing, const std::vector<PtShard>& shards,
+                    const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
+                    qd::TensorSink& sink, ModelDirRead* read) {
   read->format = "pt";
   BnbTable merged;
   for (std::size_t rank = 0; rank < shards.size(); ++rank) {
@@ -571,6 +575,16 @@ void StreamMergedPt(const std::vector<PtShard>& shards, qd::TensorSink& sink, Mo
     read->unsupported_why =
         "bitsandbytes layers in a sharded torch checkpoint are not read yet; check its shards "
         "one by one";
+    return;
+  }
+  // docs/pt.md 6.5 over the merged table: GPTQ or AWQ layers, with the
+  // directory's configs, read as in a safetensors set.
+  std::vector<PtShardTables> tables;
+  for (const PtShard& shard : shards) tables.push_back({shard.bytes, &shard.tables});
+  MergedTable table;
+  const std::size_t first = outcome->findings.size();
+  if (StreamPtQuantShards(tables, listing.dir, configs, outcome, sink, &read->format, &table)) {
+    NameShards(listing, table, shards, first, outcome);
     return;
   }
   struct Source {
@@ -646,7 +660,7 @@ void StreamIndexedSet(const qd::ModelDirListing& listing, const EntryMap& entrie
   if (set.kind != kSafetensorsKind) {
     // A .pt file has no __metadata__ and no block dtype: IDX-012 and
     // IDX-013 cannot apply.
-    StreamMergedPt(pt_shards, sink, read);
+    StreamMergedPt(listing, pt_shards, configs, outcome, sink, read);
     return;
   }
   if (!CheckMetadataAgrees(listing, shards, outcome)) return;  // IDX-012

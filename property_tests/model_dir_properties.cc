@@ -397,4 +397,147 @@ RC_GTEST_PROP(ModelDirProperties, ShardedTorchReadsLikeTheFile, ()) {
          decoded.tensors.empty() ? "no floating tensor" : "floating tensors");
 }
 
+// ---- GPTQ and AWQ in torch .bin files (docs/pt.md 6.5) ---------------------------
+
+// A finding as the two containers must both give it: all but `file`, the
+// message and byte_offset (a .bin places a tensor's bytes and its header
+// facts elsewhere than a .safetensors file does).
+std::string ContainerFree(const qd::Outcome& o) {
+  std::string s = o.refused ? "refused" : "accepted";
+  for (const qd::Finding& f : o.findings) {
+    s += "\n  " + f.rule + " " + (f.severity == qd::Severity::kError ? "error" : "warning") + " tensor=" +
+         f.tensor + " field=" + f.field + " row=" + std::to_string(f.row) + " element=" +
+         std::to_string(f.element);
+  }
+  return s;
+}
+
+// One model read from its safetensors directory and from its torch twin,
+// by the codec's and by the oracle's directory reader, and (when the set is
+// one file) the twin's lone .bin with the configs beside it through the
+// registry: the same verdict and findings, the same decoded tensors bit
+// for bit. Returns the safetensors reading's error rule ("" accepted).
+std::string TwinsReadAlike(const qd::gen::Generated& model, std::uint64_t seed, qd::gen::Rng& rng) {
+  const auto cuts = *rc::gen::container<std::vector<std::size_t>>(rc::gen::inRange<std::size_t>(0, 14));
+  const qd::gen::TorchTwinDirs twins = qd::gen::TorchTwinAt(model, cuts, rng);
+  RC_PRE(twins.has_torch);
+  const qd::ModelDirListing st = twins.safetensors.Listing(kDir);
+  const qd::ModelDirListing pt = twins.torch.Listing(kDir);
+  const std::string context = model.description + " / " + twins.torch.description + " (seed " +
+                              std::to_string(seed) + ")";
+  qd::codec::ModelDirRead st_read, pt_read;
+  const qd::Outcome codec_st = qd::codec::DecodeModelDir(st, &st_read);
+  const qd::Outcome codec_pt = qd::codec::DecodeModelDir(pt, &pt_read);
+  qd::oracle::ModelDirRead oracle_st_read, oracle_pt_read;
+  const qd::Outcome oracle_st = qd::oracle::ReadModelDir(st, &oracle_st_read);
+  const qd::Outcome oracle_pt = qd::oracle::ReadModelDir(pt, &oracle_pt_read);
+  for (const auto& [a, b, side] : {std::tuple{&codec_st, &codec_pt, "codec"},
+                                   std::tuple{&oracle_st, &oracle_pt, "oracle"}}) {
+    if (ContainerFree(*a) != ContainerFree(*b)) {
+      RC_FAIL(context + ": " + side + ": safetensors " + ContainerFree(*a) + "\n.bin " + ContainerFree(*b));
+    }
+    const std::string tensors = SameTensors(*b, *a);
+    if (!tensors.empty()) RC_FAIL(context + ": " + side + ": " + tensors);
+  }
+  RC_ASSERT(!pt_read.unsupported);
+  RC_ASSERT(pt_read.format == st_read.format);
+  RC_ASSERT(oracle_pt_read.format == oracle_st_read.format);
+  RC_ASSERT(Findings(qd::codec::CheckModelDir(pt)) == Findings(codec_pt));
+  RC_ASSERT(OracleAgrees(pt, codec_pt, pt_read) == "");
+  // A lone .bin (no index) with its configs beside it, as `check FILE` reads it.
+  const qd::gen::GeneratedDirFile* bin = nullptr;
+  std::vector<qd::SideFile> configs;
+  for (const qd::gen::GeneratedDirFile& f : twins.torch.files) {
+    if (f.name == "pytorch_model.bin") bin = &f;
+  }
+  for (const char* name : {"pytorch_model.quantize_config.json", "quantize_config.json",
+                           "quant_config.json", "config.json"}) {
+    for (const qd::gen::GeneratedDirFile& f : twins.torch.files) {
+      if (f.name == name) configs.push_back({f.name, f.bytes});
+    }
+  }
+  if (bin != nullptr) {
+    const qd::ByteView view{bin->bytes.data(), bin->bytes.size()};
+    const qd::harness::FormatEntry& entry = qd::harness::DetectFormat(view);
+    RC_ASSERT(entry.name == std::string_view("pt"));
+    const qd::Outcome codec_file = entry.codec_read(view, "pytorch_model.bin", configs);
+    const qd::Outcome oracle_file = entry.oracle_read(view, "pytorch_model.bin", configs);
+    RC_ASSERT(ContainerFree(codec_file) == ContainerFree(codec_st));
+    RC_ASSERT(ContainerFree(oracle_file) == ContainerFree(codec_st));
+    RC_ASSERT(SameTensors(codec_file, codec_st) == "");
+    RC_ASSERT(SameTensors(oracle_file, codec_st) == "");
+  }
+  RC_TAG(pt_read.format, pt_read.shards > 1 ? "several shards" : "one shard",
+         codec_st.refused ? "refused" : "accepted");
+  return codec_st.refused ? codec_st.findings.back().rule : "";
+}
+
+RC_GTEST_PROP(ModelDirProperties, GptqAndAwqInTorchBinReadLikeSafetensors, ()) {
+  const auto format = *rc::gen::element<std::string>("gptq", "awq");
+  const auto seed = *rc::gen::arbitrary<std::uint64_t>();
+  qd::gen::Rng rng(seed);
+  const qd::gen::Generated model = qd::harness::FindFormat(format)->generate_valid(rng);
+  RC_ASSERT(TwinsReadAlike(model, seed, rng) == "");
+}
+
+// Broken GPTQ and AWQ models (their own rules and their configs': not the
+// container's, which a .bin does not have) are refused alike, with the same
+// rule in both containers. Not CFG-003 (no config source at all): without a
+// config a .bin's GPTQ-like names are ordinary tensors (docs/pt.md 6.5).
+RC_GTEST_PROP(ModelDirProperties, BrokenGptqAndAwqInTorchBinAreRefusedAlike, ()) {
+  const auto format = *rc::gen::element<std::string>("gptq", "awq");
+  const qd::harness::FormatEntry* entry = qd::harness::FindFormat(format);
+  std::vector<std::string> rules;
+  for (const std::string& r : entry->violable_rules()) {
+    if (r.rfind("ST-", 0) != 0 && r != "CFG-003") rules.push_back(r);
+  }
+  const auto rule = *rc::gen::elementOf(rules);
+  const auto seed = *rc::gen::arbitrary<std::uint64_t>();
+  qd::gen::Rng rng(seed);
+  const qd::gen::Generated model = entry->generate_violation(rule, rng);
+  RC_TAG(rule, TwinsReadAlike(model, seed, rng));
+}
+
+// ds of data.pkl in a torch ZIP, from its local header (APPNOTE 4.3.7:
+// 30 fixed bytes, the name, the extra field): where docs/pt.md 6.4 points
+// header-level findings. -1 when absent.
+std::int64_t DataPklStart(const std::vector<std::uint8_t>& zip) {
+  auto u16 = [&](std::size_t at) { return static_cast<std::size_t>(zip[at] | zip[at + 1] << 8); };
+  for (std::size_t at = 0; at + 30 <= zip.size(); ++at) {
+    if (zip[at] != 'P' || zip[at + 1] != 'K' || zip[at + 2] != 3 || zip[at + 3] != 4) continue;
+    const std::size_t n = u16(at + 26), m = u16(at + 28);
+    const std::string name(zip.begin() + static_cast<std::ptrdiff_t>(at + 30),
+                           zip.begin() + static_cast<std::ptrdiff_t>(at + 30 + n));
+    if (name.size() >= 9 && name.substr(name.size() - 9) == "/data.pkl") {
+      return static_cast<std::int64_t>(at + 30 + n + m);
+    }
+  }
+  return -1;
+}
+
+// The case the issue names: a wrong qzeros shape, GPTQ-003 in both, its
+// byte_offset the header's (8) in the .safetensors shard and ds of data.pkl
+// in the .bin shard that holds the qzeros.
+TEST(ModelDirProperties, WrongQzerosShapeIsGptq003InBothContainers) {
+  qd::gen::Rng rng(7);
+  const qd::gen::Generated model = qd::gen::GptqViolation("GPTQ-003", rng);
+  const qd::gen::TorchTwinDirs twins = qd::gen::TorchTwinAt(model, {1}, rng);
+  ASSERT_TRUE(twins.has_torch);
+  for (const qd::gen::GeneratedDir* dir : {&twins.safetensors, &twins.torch}) {
+    const qd::ModelDirListing listing = dir->Listing(kDir);
+    for (const qd::Outcome& o : {qd::codec::CheckModelDir(listing), qd::oracle::ReadModelDir(listing)}) {
+      ASSERT_TRUE(o.refused) << dir->description << ": " << Findings(o);
+      EXPECT_EQ(o.findings.back().rule, "GPTQ-003") << dir->description;
+      EXPECT_EQ(o.findings.back().field, "shape");
+      EXPECT_EQ(o.findings.back().tensor.substr(o.findings.back().tensor.size() - 7), ".qzeros");
+      const qd::gen::GeneratedDirFile* shard = nullptr;
+      for (const auto& f : dir->files) {
+        if (listing.prefix + f.name == o.findings.back().file) shard = &f;
+      }
+      ASSERT_NE(shard, nullptr) << o.findings.back().file;
+      EXPECT_EQ(o.findings.back().byte_offset, dir == &twins.torch ? DataPklStart(shard->bytes) : 8);
+    }
+  }
+}
+
 }  // namespace

@@ -156,6 +156,15 @@ bool StreamRows(TensorSink& sink, std::size_t tensor, std::uint64_t rows,
   return true;
 }
 
+// A sink that declines every plan: a reader handed it runs its checks and
+// stops before decoding (what `check` runs).
+class DecliningSink : public TensorSink {
+ public:
+  using TensorSink::Plan;
+  bool Plan(const TensorPlan&) override { return false; }
+  bool Take(const TensorChunk&) override { return false; }
+};
+
 // The outcome of STREAM(sink) with every planned tensor's values collected:
 // what a whole-file reader (Decode*File, Read*File) is.
 //

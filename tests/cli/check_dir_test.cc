@@ -3,7 +3,7 @@
 // whatever --jobs says (docs/model_dir.md 3: the first refused shard in shard
 // order is the one reported, however the threads finish), and the progress
 // line appears only on a terminal (a pseudo-terminal here) and never with
-// --quiet.
+// --quiet. The same for `decode DIR` and `diff DIR` (issue 10 item 6).
 #include <gtest/gtest.h>
 #include <pty.h>
 #include <sys/wait.h>
@@ -144,6 +144,43 @@ TEST_F(CheckDir, ProgressOnATerminalOnlyAndNotWithQuiet) {
   EXPECT_NE(shown.find("6/6 shards, now the format's rules"), std::string::npos) << shown;
   EXPECT_EQ(shown.substr(shown.size() - 4), "\r\x1b[K") << shown;
   EXPECT_EQ(TerminalStderr({"check", "--quiet", Dir().string()}), "");
+}
+
+TEST_F(CheckDir, DecodeAndDiffShowProgressOnATerminalToo) {
+  const std::string out = (root_ / "scratch" / "decoded.safetensors").string();
+  const std::string decoding = TerminalStderr({"decode", "--jobs", "2", Dir().string(), "--out", out});
+  EXPECT_NE(decoding.find("6/6 shards, now decoding"), std::string::npos) << decoding;
+  EXPECT_NE(decoding.find("tensor 6/6 (layer6.weight)"), std::string::npos) << decoding;
+  // The line is erased before decode's own summary line.
+  EXPECT_NE(decoding.find("\r\x1b[Kquantdiff decode: "), std::string::npos) << decoding;
+  EXPECT_TRUE(fs::exists(out));
+  fs::remove(out);
+  const std::string quiet = TerminalStderr({"decode", "--quiet", Dir().string(), "--out", out});
+  EXPECT_EQ(quiet.find("shards"), std::string::npos) << quiet;
+  EXPECT_EQ(quiet.find("tensor "), std::string::npos) << quiet;
+  EXPECT_NE(quiet.find("quantdiff decode: "), std::string::npos) << quiet;
+
+  const std::string diffing = TerminalStderr({"diff", "--jobs", "3", Dir().string()});
+  EXPECT_NE(diffing.find("1/6 shards"), std::string::npos) << diffing;
+  EXPECT_NE(diffing.find("6/6 shards, now both readers' format rules"), std::string::npos) << diffing;
+  EXPECT_EQ(diffing.substr(diffing.size() - 4), "\r\x1b[K") << diffing;
+  EXPECT_EQ(TerminalStderr({"diff", "--quiet", Dir().string()}), "");
+}
+
+TEST_F(CheckDir, DiffReportIsTheSameForAnyNumberOfJobs) {
+  const qd::hostile::RunResult one = Run({"diff", "--jobs", "1", "--report", "json", Dir().string()});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.err, "");  // not a terminal: no progress line
+  for (const char* jobs : {"2", "7"}) {
+    const qd::hostile::RunResult many = Run({"diff", "--jobs", jobs, "--report", "json", Dir().string()});
+    EXPECT_EQ(many.exit_code, 0) << jobs;
+    EXPECT_EQ(many.out, one.out) << jobs;
+  }
+  for (const char* verb : {"diff", "decode"}) {
+    const qd::hostile::RunResult r = Run({verb, "--jobs", "0", Dir().string(), "--out", "x.safetensors"});
+    EXPECT_EQ(r.exit_code, 2) << verb;
+    EXPECT_NE(r.err.find("--jobs"), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace
