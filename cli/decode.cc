@@ -70,15 +70,17 @@ class ProgressSink : public TensorSink {
  public:
   ProgressSink(TensorSink& inner, ProgressLine* progress, const std::string& path)
       : inner_(inner), progress_(progress), shown_("decode " + qd::reports::ForTerminal(path) + ": ") {}
-  bool Plan(const std::vector<TensorInfo>& tensors) override {
-    for (const TensorInfo& t : tensors) names_.push_back(qd::reports::ForTerminal(t.name));
+  using TensorSink::Plan;
+  bool Plan(const TensorPlan& tensors) override {
+    names_.Keep(tensors);
     return inner_.Plan(tensors);
   }
   bool Take(const TensorChunk& chunk) override {
     if (chunk.tensor != shown_tensor_ && chunk.tensor < names_.size()) {
       shown_tensor_ = chunk.tensor;
       progress_->Show(shown_ + "tensor " + std::to_string(chunk.tensor + 1) + "/" +
-                          std::to_string(names_.size()) + " (" + names_[chunk.tensor] + ")",
+                          std::to_string(names_.size()) + " (" +
+                          qd::reports::ForTerminal(names_[chunk.tensor]) + ")",
                       false);
     }
     return inner_.Take(chunk);
@@ -88,7 +90,7 @@ class ProgressSink : public TensorSink {
   TensorSink& inner_;
   ProgressLine* progress_;
   std::string shown_;
-  std::vector<std::string> names_;
+  PlanNames names_;
   std::size_t shown_tensor_ = static_cast<std::size_t>(-1);
 };
 

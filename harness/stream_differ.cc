@@ -132,32 +132,6 @@ class Position {
   std::uint64_t next_ = 0;
 };
 
-// A plan's names kept back to back in one string: 4 bytes a name besides
-// its text, where a vector of strings cost 32 and more (issue 9, section 3).
-class NameList {
- public:
-  void Keep(const qd::TensorPlan& plan) {
-    std::size_t bytes = 0;
-    for (std::size_t i = 0; i < plan.size(); ++i) bytes += plan.name(i).size();
-    text_.clear();
-    ends_.clear();
-    text_.reserve(bytes);
-    ends_.reserve(plan.size());
-    for (std::size_t i = 0; i < plan.size(); ++i) {
-      text_ += plan.name(i);
-      ends_.push_back(text_.size());
-    }
-  }
-  std::string_view operator[](std::size_t i) const {
-    const std::size_t begin = i == 0 ? 0 : ends_[i - 1];
-    return std::string_view(text_).substr(begin, ends_[i] - begin);
-  }
-
- private:
-  std::string text_;
-  std::vector<std::size_t> ends_;
-};
-
 // The codec's sink: every codec chunk is compared with the oracle's values
 // pulled from the handoff. The first difference is kept and the rest of the
 // values are only drained, so both readers still run to their end.
@@ -288,7 +262,7 @@ class LockstepComparer : public qd::TensorSink {
   std::string_view target_;
   // The codec's tensor names, for messages (its plan lives only during
   // Plan, tensor_sink.h).
-  NameList codec_names_;
+  qd::PlanNames codec_names_;
   bool codec_planned_ = false;
   bool oracle_planned_ = false;
   Position codec_at_;

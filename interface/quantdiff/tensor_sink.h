@@ -74,6 +74,34 @@ struct TensorChunk {
   std::size_t count = 0;
 };
 
+// A plan's names kept past the Plan call, back to back in one string: 8
+// bytes a name besides its text, where a vector of strings costs 32 and more
+// (issue 9, section 3).
+class PlanNames {
+ public:
+  void Keep(const TensorPlan& plan) {
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < plan.size(); ++i) bytes += plan.name(i).size();
+    text_.clear();
+    ends_.clear();
+    text_.reserve(bytes);
+    ends_.reserve(plan.size());
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      text_ += plan.name(i);
+      ends_.push_back(text_.size());
+    }
+  }
+  std::size_t size() const { return ends_.size(); }
+  std::string_view operator[](std::size_t i) const {
+    const std::size_t begin = i == 0 ? 0 : ends_[i - 1];
+    return std::string_view(text_).substr(begin, ends_[i] - begin);
+  }
+
+ private:
+  std::string text_;
+  std::vector<std::size_t> ends_;
+};
+
 class TensorSink {
  public:
   virtual ~TensorSink() = default;

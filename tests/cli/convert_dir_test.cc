@@ -213,8 +213,10 @@ TEST_F(ConvertDir, RefusalLeavesNothing) {
       << r.err;
   EXPECT_TRUE(NothingWritten());
 
-  // GPTQ tensor names with a quantize config that is not one: the .pt was
-  // read as torch, but `check OUTDIR` reads GPTQ with the copied config.
+  // GPTQ tensor names with a quantize config that is not one: the .bin is
+  // read as GPTQ with the config beside it, as its safetensors twin would
+  // be (docs/pt.md 6.5), so the input itself is refused (CFG-006, no
+  // group_size), as `check` refuses it.
   Pk g;
   g.proto().dict().mark();
   g.str("l.qweight").tensor("0", "IntStorage", 4, 0, {1, 4}, {4, 1});
@@ -226,8 +228,10 @@ TEST_F(ConvertDir, RefusalLeavesNothing) {
   Put("quantize_config.json", "{\"bits\": 3}");
   r = Convert();
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.err.find("would be refused by `quantdiff check`"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(Out().string() + "/quantize_config.json: CFG-"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find((In() / "quantize_config.json").string() + ": CFG-006 error field=group_size"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("refused (as `quantdiff check` reads it); nothing written"), std::string::npos) << r.err;
   EXPECT_TRUE(NothingWritten());
 }
 
