@@ -210,7 +210,8 @@ std::optional<Verdict> ReadOutput(const std::string& path, std::uint64_t max_val
     std::uint64_t count = 1;
     for (const std::uint64_t d : t.shape) count *= d;
     copy.values.resize(count);
-    std::memcpy(copy.values.data(), read.container.Data(t), 4 * count);  // little-endian host (x86-64)
+    // An empty tensor has no data pointer to copy from (memcpy of null is UB).
+    if (count != 0) std::memcpy(copy.values.data(), read.container.Data(t), 4 * count);  // little-endian host
   }
   return std::nullopt;
 }
