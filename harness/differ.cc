@@ -143,7 +143,7 @@ std::optional<Divergence> ComparePlans(const qd::TensorPlan& codec, const qd::Te
 }
 
 std::optional<Divergence> CompareValues(const float* codec, const float* oracle, std::size_t n,
-                                        const std::string& name, std::uint64_t first,
+                                        std::string_view name, std::uint64_t first,
                                         std::string_view target) {
   // Equal bits are the common case: memcmp finds a differing run fast, and
   // only then are the values looked at one by one (NaNs equal).
@@ -155,7 +155,7 @@ std::optional<Divergence> CompareValues(const float* codec, const float* oracle,
                       std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
     if (!same) {
       return Divergence{Signature(target, "bytes", "value"),
-                        "tensor " + name + " element " + std::to_string(first + i) +
+                        "tensor " + std::string(name) + " element " + std::to_string(first + i) +
                             ": codec " + Hex32(a) + " oracle " + Hex32(b)};
     }
   }

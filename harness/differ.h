@@ -53,7 +53,7 @@ std::optional<Divergence> CompareDetection(std::string_view codec_format,
 std::optional<Divergence> ComparePlans(const qd::TensorPlan& codec, const qd::TensorPlan& oracle,
                                        std::string_view target);
 std::optional<Divergence> CompareValues(const float* codec, const float* oracle, std::size_t n,
-                                        const std::string& name, std::uint64_t first,
+                                        std::string_view name, std::uint64_t first,
                                         std::string_view target);
 
 // A shape as "[3,512]", for details.

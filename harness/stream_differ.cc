@@ -180,8 +180,7 @@ class LockstepComparer : public qd::TensorSink {
         return true;
       }
       if (auto d = CompareValues(chunk.values + done, oracle_chunk_.values + oracle_used_, n,
-                                 std::string(codec_names_[chunk.tensor]), chunk.first + done,
-                                 target_)) {
+                                 codec_names_[chunk.tensor], chunk.first + done, target_)) {
         Diverge(std::move(*d));
         return true;
       }
