@@ -413,7 +413,7 @@ bool CheckByteLengths(const HeaderFacts& header, const std::vector<std::uint32_t
 // (begin, end, name).
 
 // Rearranges *TENSORS so that position k holds what was at ORDER[k]. Where
-// each entry ends up is known (position_of), and every swap puts one entry
+// each entry ends up is tracked (at, where), and every swap puts one entry
 // in its final place.
 void PutInOrder(std::deque<ContainerTensor>* tensors, const std::vector<std::uint32_t>& order) {
   // at[k]: the original index of the entry now at position k; where[i]: the
