@@ -72,7 +72,10 @@ class ProgressSink : public TensorSink {
       : inner_(inner), progress_(progress), shown_("decode " + qd::reports::ForTerminal(path) + ": ") {}
   using TensorSink::Plan;
   bool Plan(const TensorPlan& tensors) override {
-    names_.Keep(tensors);
+    // Names are kept only for a line that is shown (a copy of every name
+    // otherwise costs memory for nothing, issue 9 section 3); with none kept
+    // Take shows nothing.
+    if (progress_->enabled()) names_.Keep(tensors);
     return inner_.Plan(tensors);
   }
   bool Take(const TensorChunk& chunk) override {

@@ -30,6 +30,8 @@ class ProgressLine {
   void Show(const std::string& line, bool final);
   // Erases a line shown in place, so other output starts on a clean line.
   void Clear();
+  // Whether Show shows anything: a caller can skip building its lines.
+  bool enabled() const { return enabled_; }
 
  private:
   bool terminal_ = false;
