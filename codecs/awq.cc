@@ -396,9 +396,9 @@ bool HasAwqLayer(const TensorTable& table) {
   return false;
 }
 
-bool ClaimsAwq(qd::ByteView file) {
-  ContainerResult r = ReadContainer(file, "");
-  return !r.refused && HasAwqLayer(TensorTable::FromContainer(std::move(r.container)));
+bool ClaimsAwq(const ClaimInput& input) {
+  const TensorTable* table = input.Get();
+  return table != nullptr && HasAwqLayer(*table);
 }
 
 AwqLayerView ViewOf(const AwqResult& result, const AwqLayer& layer) {

@@ -19,6 +19,7 @@
 
 #include "codecs/gptq.h"
 #include "codecs/kernels.h"
+#include "codecs/claim_input.h"
 #include "codecs/tensor_table.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
@@ -69,7 +70,7 @@ AwqResult ReadAwqTable(TensorTable table, const std::string& file_name,
 bool HasAwqLayer(const TensorTable& table);
 // docs/awq.md section 2, Detection: the container accepts the file and one
 // of its layers is an AWQ layer. Needs no config.
-bool ClaimsAwq(qd::ByteView file);
+bool ClaimsAwq(const ClaimInput& input);
 // Section 7's tensors of an accepted result to SINK (announced first).
 void StreamAwqLayers(const AwqResult& result, TensorSink& sink);
 

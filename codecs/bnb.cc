@@ -566,32 +566,21 @@ bool Checker::CheckInt8(const std::string& w, const std::vector<StateTensor>& st
   return true;
 }
 
-}  // namespace
+// One layer to check: the states that name its W, and whether W is
+// blockwise8 (docs/bnb.md section 2).
+struct LayerPlan {
+  std::vector<StateTensor> states;
+  bool blockwise8 = false;
+};
+using LayerPlans = std::vector<std::pair<std::string, LayerPlan>>;
 
-BnbResult ReadBnb(qd::ByteView file, const std::string& file_name) {
-  ContainerResult container = ReadContainer(file, file_name);
-  if (container.refused) return BnbResult::Refusal(std::move(container.findings));
-  return ReadBnbTable(TensorTable::FromContainer(std::move(container.container)), file_name,
-                      std::move(container.findings));
-}
-
-BnbResult ReadBnbTable(TensorTable table, const std::string& file_name,
-                       std::vector<qd::Finding> container_findings, const BnbListStates& lists) {
-  BnbResult result;
-  result.findings = std::move(container_findings);
-  result.table = std::move(table);
-  const TensorTable& tensors = result.table;
-
-  // Layers by W: the states that name W, and whether W is blockwise8.
-  struct Plan {
-    std::vector<StateTensor> states;
-    bool blockwise8 = false;
-  };
-  std::vector<std::pair<std::string, Plan>> plans;
+// The layers of TENSORS and LISTS by W, in order of first mention.
+LayerPlans PlanLayers(const TensorTable& tensors, const BnbListStates& lists) {
+  LayerPlans plans;
   std::unordered_map<std::string, std::size_t> plan_of;
-  auto plan_for = [&](const std::string& w) -> Plan& {
+  auto plan_for = [&](const std::string& w) -> LayerPlan& {
     auto [it, inserted] = plan_of.emplace(w, plans.size());
-    if (inserted) plans.emplace_back(w, Plan{});
+    if (inserted) plans.emplace_back(w, LayerPlan{});
     return plans[it->second].second;
   };
   for (std::size_t i = 0; i < tensors.size(); ++i) {
@@ -616,6 +605,27 @@ BnbResult ReadBnbTable(TensorTable table, const std::string& file_name,
       plan_for(w).blockwise8 = true;
     }
   }
+  return plans;
+}
+
+}  // namespace
+
+bool HasBnbLayer(const TensorTable& table) { return !PlanLayers(table, {}).empty(); }
+
+BnbResult ReadBnb(qd::ByteView file, const std::string& file_name) {
+  ContainerResult container = ReadContainer(file, file_name);
+  if (container.refused) return BnbResult::Refusal(std::move(container.findings));
+  return ReadBnbTable(TensorTable::FromContainer(std::move(container.container)), file_name,
+                      std::move(container.findings));
+}
+
+BnbResult ReadBnbTable(TensorTable table, const std::string& file_name,
+                       std::vector<qd::Finding> container_findings, const BnbListStates& lists) {
+  BnbResult result;
+  result.findings = std::move(container_findings);
+  result.table = std::move(table);
+  const TensorTable& tensors = result.table;
+  LayerPlans plans = PlanLayers(tensors, lists);
   result.is_bnb = !plans.empty();
   if (!result.is_bnb) return result;
   std::sort(plans.begin(), plans.end(),

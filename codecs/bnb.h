@@ -142,6 +142,9 @@ struct BnbListStates {
   BnbListMapping (*map)(TensorTable* table, std::uint32_t list, const std::string& w) = nullptr;
 };
 
+// Detection (README "Which format a file is"): a state tensor names a layer,
+// or the blockwise-8 key and a W with absmax and quant_map are there.
+bool HasBnbLayer(const TensorTable& table);
 // Container rules, then the bnb rules in docs/bnb.md's order.
 BnbResult ReadBnb(qd::ByteView file, const std::string& file_name);
 // The bnb rules on an accepted container's tensor table: a safetensors

@@ -482,9 +482,9 @@ bool HasFp8Layer(const TensorTable& table) {
   return false;
 }
 
-bool ClaimsFp8(qd::ByteView file) {
-  ContainerResult r = ReadContainer(file, "");
-  return !r.refused && HasFp8Layer(TensorTable::FromContainer(std::move(r.container)));
+bool ClaimsFp8(const ClaimInput& input) {
+  const TensorTable* table = input.Get();
+  return table != nullptr && HasFp8Layer(*table);
 }
 
 void Fp8DequantizeSpan(Fp8Subtype subtype, const std::uint8_t* codes, std::uint64_t rows,

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "codecs/claim_input.h"
 #include "codecs/tensor_table.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
@@ -80,7 +81,7 @@ bool HasFp8Layer(const TensorTable& table);
 void StreamFp8Layers(const Fp8Result& result, TensorSink& sink);
 // docs/fp8.md section 2, Detection: the container accepts the file and a
 // tensor is named P + "weight_scale_inv". Needs no config.
-bool ClaimsFp8(qd::ByteView file);
+bool ClaimsFp8(const ClaimInput& input);
 
 // Rows [n_begin, n_end) of the layer's weight [N, K] (docs/fp8.md section 6):
 // out holds (n_end - n_begin) * K floats.

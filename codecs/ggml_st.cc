@@ -340,13 +340,12 @@ GgmlStResult ReadGgmlSt(qd::ByteView file, const std::string& file_name,
   return result;
 }
 
-bool ClaimsGgmlSt(qd::ByteView file) {
-  ContainerResult r = ReadContainer(file, "");
-  if (r.refused) return false;
-  const TensorTable table = TensorTable::FromContainer(std::move(r.container));
-  if (table.Metadata(kTypeKey) != nullptr) return true;
-  for (const QuantLayerPlan& plan : DiscoverLayers(table, StorageOrder(table))) {
-    if (IsGgmlStLayer(table, plan)) return true;
+bool ClaimsGgmlSt(const ClaimInput& input) {
+  const TensorTable* table = input.Get();
+  if (table == nullptr) return false;
+  if (table->Metadata(kTypeKey) != nullptr) return true;
+  for (const QuantLayerPlan& plan : DiscoverLayers(*table, StorageOrder(*table))) {
+    if (IsGgmlStLayer(*table, plan)) return true;
   }
   return false;
 }

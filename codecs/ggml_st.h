@@ -17,6 +17,7 @@
 
 #include "codecs/ggml_blocks.h"
 #include "codecs/gptq.h"
+#include "codecs/claim_input.h"
 #include "codecs/tensor_table.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
@@ -49,7 +50,7 @@ GgmlStResult ReadGgmlSt(qd::ByteView file, const std::string& file_name,
 // Section 3, Detection: the container accepts the file and one of its layers
 // is a GGUF layer (U8 qweight, no qzeros / scales / g_idx), or (section 7)
 // its __metadata__ has the key ggml_type. Needs no config.
-bool ClaimsGgmlSt(qd::ByteView file);
+bool ClaimsGgmlSt(const ClaimInput& input);
 // Section 2, G1: the ggml type of a resolved config format and bits, or
 // nullptr when the subtype is unknown (GGST-001).
 const GgmlTypeInfo* GgmlStTypeOf(const std::string& format, int bits);

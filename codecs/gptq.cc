@@ -419,11 +419,11 @@ bool HasGptqLayer(const TensorTable& table) {
   return false;
 }
 
-bool ClaimsGptq(qd::ByteView file) {
-  const ContainerResult r = ReadContainer(file, "");
-  if (r.refused) return false;
-  for (const TensorEntry& t : r.container.tensors) {
-    if (MemberOf(SplitName(t.name).second) >= 0) return true;
+bool ClaimsGptq(const ClaimInput& input) {
+  const TensorTable* table = input.Get();
+  if (table == nullptr) return false;
+  for (std::size_t i = 0; i < table->size(); ++i) {
+    if (MemberOf(SplitName((*table)[i].name).second) >= 0) return true;
   }
   return false;
 }

@@ -22,6 +22,7 @@
 #include "quantdiff/tensor_sink.h"
 #include "codecs/kernels.h"
 #include "codecs/safetensors.h"
+#include "codecs/claim_input.h"
 #include "codecs/tensor_table.h"
 #include "quantdiff/plain_data.h"
 
@@ -95,7 +96,7 @@ void StreamGptqLayers(const GptqResult& result, TensorSink& sink, Kernel kernel 
 
 // True when the file holds a tensor named P.qweight, P.qzeros, P.scales or
 // P.g_idx (docs/gptq.md section 2): a cheap look at the header alone.
-bool ClaimsGptq(qd::ByteView file);
+bool ClaimsGptq(const ClaimInput& input);
 
 // Findings and, for an accepted file, the decoded tensors of docs/gptq.md
 // section 7, one at a time to a sink (announced first) or collected.

@@ -138,6 +138,12 @@ constexpr std::int64_t kHeaderOffset = 8;
 bool IsBlockDtype(Dtype d) { return d == Dtype::kQ4B32 || d == Dtype::kQ8B32; }
 int BitsOf(Dtype d) { return d == Dtype::kQ4B32 ? 4 : 8; }
 
+// README "Which format a file is": a block tensor, or a __metadata__ format
+// "rabbit-..." (FORMAT null when the key is absent).
+bool MarksRbq(bool has_block_tensor, const std::string* format) {
+  return has_block_tensor || (format != nullptr && format->rfind("rabbit-", 0) == 0);
+}
+
 }  // namespace
 
 RbqResult ReadRbq(qd::ByteView file, const std::string& file_name) {
@@ -158,8 +164,7 @@ RbqResult ReadRbq(qd::ByteView file, const std::string& file_name) {
       break;
     }
   }
-  result.is_rbq = first_block != nullptr ||
-                  (format != nullptr && format->rfind("rabbit-", 0) == 0);
+  result.is_rbq = MarksRbq(first_block != nullptr, format);
   if (!result.is_rbq) return result;
 
   for (const TensorEntry& t : c.tensors) {  // RBQ-001
@@ -369,6 +374,16 @@ bool RbqQuantize(int bits, const float* weights, std::uint64_t rows,
     }
   }
   return true;
+}
+
+bool ClaimsRbq(const ClaimInput& input) {
+  const TensorTable* table = input.Get();
+  if (table == nullptr) return false;
+  bool has_block_tensor = false;
+  for (std::size_t i = 0; i < table->size() && !has_block_tensor; ++i) {
+    has_block_tensor = IsBlockDtype((*table)[i].dtype);
+  }
+  return MarksRbq(has_block_tensor, table->Metadata("format"));
 }
 
 }  // namespace qd::codec

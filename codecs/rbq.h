@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "quantdiff/tensor_sink.h"
+#include "codecs/claim_input.h"
 #include "codecs/kernels.h"
 #include "codecs/safetensors.h"
 #include "quantdiff/plain_data.h"
@@ -45,6 +46,8 @@ struct RbqResult {
   std::vector<RbqTensor> block_tensors;  // in container order
 };
 
+// Detection: is_rbq of ReadRbq, asked of the shared container reading.
+bool ClaimsRbq(const ClaimInput& input);
 // Container rules, then the RBQ rules in catalogue order.
 RbqResult ReadRbq(qd::ByteView file, const std::string& file_name);
 

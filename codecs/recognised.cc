@@ -480,10 +480,13 @@ bool HasRecognisedLayer(const TensorTable& table) {
   return false;
 }
 
-bool ClaimsRecognised(qd::ByteView file) {
-  const ContainerResult c = ReadContainer(file, "");
-  return !c.refused && std::any_of(c.container.tensors.begin(), c.container.tensors.end(),
-                                   [](const TensorEntry& t) { return IsMarkerName(t.name); });
+bool ClaimsRecognised(const ClaimInput& input) {
+  const TensorTable* table = input.Get();
+  if (table == nullptr) return false;
+  for (std::size_t i = 0; i < table->size(); ++i) {
+    if (IsMarkerName((*table)[i].name)) return true;
+  }
+  return false;
 }
 
 void StreamRecognisedTensors(const RecognisedResult& r, TensorSink& sink) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "codecs/safetensors.h"
+#include "codecs/claim_input.h"
 #include "codecs/tensor_table.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
@@ -54,7 +55,7 @@ bool HasRecognisedLayer(const TensorTable& table);
 void StreamRecognisedTensors(const RecognisedResult& result, TensorSink& sink);
 
 // docs/recognised.md section 2, Detection: a cheap look at the header alone.
-bool ClaimsRecognised(qd::ByteView file);
+bool ClaimsRecognised(const ClaimInput& input);
 
 // Findings and, for an accepted file, the tensors of section 6, one at a time
 // to a sink (announced first) or collected.

@@ -243,17 +243,19 @@ qd::Outcome CheckGgmlSt(qd::ByteView file, const std::string& name, const SideFi
   return qd::Outcome{r.refused, std::move(r.findings), {}};
 }
 
-bool ClaimsPt(qd::ByteView file) { return codec::ClaimsPt(file); }
-
-bool ClaimsGptq(qd::ByteView file) { return codec::ClaimsGptq(file); }
-
-bool ClaimsBnb(qd::ByteView file) { return codec::ReadBnb(file, "").is_bnb; }
-
-bool ClaimsAny(qd::ByteView) { return true; }
-
-bool ClaimsRbq(qd::ByteView file) {
-  return codec::ReadRbq(file, "").is_rbq;
+// The claims that look at bytes alone, and the bitsandbytes one, which asks
+// the shared reading's table.
+bool ClaimsGguf(const codec::ClaimInput& input) { return codec::ClaimsGguf(input.file()); }
+bool ClaimsPt(const codec::ClaimInput& input) { return codec::ClaimsPt(input.file()); }
+bool ClaimsBnb(const codec::ClaimInput& input) {
+  const codec::TensorTable* table = input.Get();
+  return table != nullptr && codec::HasBnbLayer(*table);
 }
+bool OracleClaimsGguf(const oracle::ClaimInput& input) { return oracle::IsGgufFile(input.file()); }
+bool OracleClaimsPt(const oracle::ClaimInput& input) { return oracle::IsPtFile(input.file()); }
+
+bool ClaimsAny(const codec::ClaimInput&) { return true; }
+bool OracleClaimsAny(const oracle::ClaimInput&) { return true; }
 
 }  // namespace
 
@@ -269,8 +271,8 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckGguf,
        .oracle_read = &OracleGguf,
        .oracle_stream = &OracleStreamGguf,
-       .claims = &codec::ClaimsGguf,
-       .oracle_claims = &oracle::IsGgufFile,
+       .claims = &ClaimsGguf,
+       .oracle_claims = &OracleClaimsGguf,
        .generate_valid = &gen::GgufValid,
        .violable_rules = &gen::GgufViolableRules,
        .generate_violation = &gen::GgufViolation,
@@ -283,7 +285,7 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckRbq,
        .oracle_read = &OracleRbq,
        .oracle_stream = &OracleStreamRbq,
-       .claims = &ClaimsRbq,
+       .claims = &codec::ClaimsRbq,
        .oracle_claims = &oracle::IsRbqFile,
        .generate_valid = &gen::RbqValid,
        .violable_rules = &gen::RbqViolableRules,
@@ -359,7 +361,7 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckGptq,
        .oracle_read = &OracleGptq,
        .oracle_stream = &OracleStreamGptq,
-       .claims = &ClaimsGptq,
+       .claims = &codec::ClaimsGptq,
        .oracle_claims = &oracle::IsGptqFile,
        .generate_valid = &gen::GptqValid,
        .violable_rules = &gen::GptqViolableRules,
@@ -391,7 +393,7 @@ const std::vector<FormatEntry>& Formats() {
        .oracle_read = &OraclePt,
        .oracle_stream = &OracleStreamPt,
        .claims = &ClaimsPt,
-       .oracle_claims = &oracle::IsPtFile,
+       .oracle_claims = &OracleClaimsPt,
        .generate_valid = &gen::PtValid,
        .violable_rules = &gen::PtViolableRules,
        .generate_violation = &gen::PtViolation,
@@ -407,7 +409,7 @@ const std::vector<FormatEntry>& Formats() {
        .oracle_read = &OracleSafetensors,
        .oracle_stream = &OracleStreamSafetensors,
        .claims = &ClaimsAny,
-       .oracle_claims = &ClaimsAny,
+       .oracle_claims = &OracleClaimsAny,
        .generate_valid = &gen::SafetensorsValid,
        .violable_rules = &gen::SafetensorsViolableRules,
        .generate_violation = &gen::SafetensorsViolation},
@@ -466,12 +468,13 @@ const FormatEntry* FindFormat(std::string_view name) {
 }
 
 namespace {
-using Claims = bool (*)(qd::ByteView);
-
-// Formats() in order; the container format when none claims the file.
-const FormatEntry& FirstClaiming(Claims FormatEntry::*claims, qd::ByteView file) {
+// Formats() in order, every claim asked of one INPUT; the container format
+// when none claims the file.
+template <typename Input>
+const FormatEntry& FirstClaiming(bool (*FormatEntry::*claims)(const Input&), qd::ByteView file) {
+  const Input input(file);
   for (const FormatEntry& f : Formats()) {
-    if ((f.*claims)(file)) return f;
+    if ((f.*claims)(input)) return f;
   }
   return Formats().back();
 }

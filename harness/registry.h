@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "quantdiff/tensor_sink.h"
+#include "codecs/claim_input.h"
 #include "generators/generated.h"
+#include "oracles/claim_input.h"
 #include "quantdiff/plain_data.h"
 
 namespace qd::harness {
@@ -59,11 +61,13 @@ struct FormatEntry {
   qd::Outcome (*oracle_stream)(qd::ByteView file, const std::string& file_name,
                                const SideFiles& side_files, qd::TensorSink& sink);
   // True when this format's rules apply to the file (codec-side detection).
-  bool (*claims)(qd::ByteView file);
+  // One ClaimInput is asked of every format in turn, so the container is
+  // read once per detection (codecs/claim_input.h).
+  bool (*claims)(const codec::ClaimInput& input);
   // The same question answered by the oracle alone, from the contract's
   // Detection rules (README "Which format a file is"); DetectFormat and
   // OracleDetectFormat must name the same format (CompareDetection).
-  bool (*oracle_claims)(qd::ByteView file);
+  bool (*oracle_claims)(const oracle::ClaimInput& input);
   Generated (*generate_valid)(Rng& rng);
   // Rules the generator can violate on purpose, each reachable below.
   std::vector<std::string> (*violable_rules)();

@@ -84,7 +84,7 @@ std::int64_t ZerosWidth(std::int64_t k, std::int64_t group_size) {
 // ---------------------------------------------------------------------------
 // Section 2: detection.
 
-bool LayerLooksAwq(const std::vector<TableTensor>& tensors, const QuantLayer& layer) {
+bool LayerLooksAwq(const TableTensors& tensors, const QuantLayer& layer) {
   if (layer.qweight < 0 || layer.g_idx >= 0) return false;
   const TableTensor& qweight = tensors[static_cast<std::size_t>(layer.qweight)];
   if (qweight.dtype == "I16") return true;
@@ -161,7 +161,7 @@ bool NonFinite(const TableTensor& t, std::uint64_t i) {
 }
 
 // ZEROS: the zero member's name, qzeros, or LLM_AWQ's scaled_zeros.
-bool CheckLayer(const std::vector<TableTensor>& tensors, const QuantLayer& layer,
+bool CheckLayer(const TableTensors& tensors, const QuantLayer& layer,
                 const QuantSettings& settings, const char* zeros, Report& report, Geometry* out) {
   auto at = [&](int i) -> const TableTensor& { return tensors[static_cast<std::size_t>(i)]; };
   const std::string& p = layer.prefix;
@@ -373,7 +373,7 @@ struct Unpacked {
   std::vector<float> scales;
 };
 
-Unpacked Unpack(const std::vector<TableTensor>& tensors, const QuantLayer& layer,
+Unpacked Unpack(const TableTensors& tensors, const QuantLayer& layer,
                 const std::string& version, const Geometry& geo) {
   const TableTensor& qweight = tensors[static_cast<std::size_t>(layer.qweight)];
   const TableTensor& qzeros = tensors[static_cast<std::size_t>(layer.qzeros)];
@@ -450,7 +450,7 @@ bool StreamAwqTable(const MergedTable& table, const std::string& file_name,
   QuantSettings settings;
   if (!CheckQuantConfigs("awq", configs, file_name, outcome, &settings)) return false;
   Report report{outcome, file_name};
-  const std::vector<TableTensor>& tensors = table.tensors;
+  const TableTensors& tensors = table.tensors;
   std::vector<QuantLayer> found = FindQuantLayers(tensors);
   // LLM_AWQ (docs/awq.md section 4) is GEMV_FAST's layout with the scaled
   // zeros in P.scaled_zeros: that tensor is the layer's zero member, and a
@@ -552,11 +552,9 @@ bool HasAwqLayer(const MergedTable& table) {
   return false;
 }
 
-bool IsAwqFile(qd::ByteView file) {
-  qd::Outcome ignored;
-  Container container;
-  return CheckContainer(file, "", &ignored, &container) &&
-         HasAwqLayer(TableOfFile(file, std::move(container)));
+bool IsAwqFile(const ClaimInput& input) {
+  const MergedTable* table = input.Get();
+  return table != nullptr && HasAwqLayer(*table);
 }
 
 // ---------------------------------------------------------------------------

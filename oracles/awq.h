@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "oracles/merged_table.h"
+#include "oracles/claim_input.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
 
@@ -42,7 +43,7 @@ qd::Outcome StreamAwqFile(qd::ByteView file, const std::string& file_name,
 
 // docs/awq.md section 2, Detection: the container accepts the file and one of
 // its layers is an AWQ layer. Needs no config.
-bool IsAwqFile(qd::ByteView file);
+bool IsAwqFile(const ClaimInput& input);
 // The same over a table (one file, or a model directory's merged table).
 bool HasAwqLayer(const MergedTable& table);
 // Sections 3, 5 and 7 over a table of accepted containers, as

@@ -703,21 +703,20 @@ bool QuantizeBnb4bit(const std::string& quant_type, int blocksize, const std::st
   return true;
 }
 
-bool IsBnbFile(qd::ByteView file) {
-  qd::Outcome container_findings;
-  Container container;
-  if (!CheckContainer(file, "", &container_findings, &container)) return false;
+bool IsBnbFile(const ClaimInput& input) {
+  const MergedTable* table = input.Get();
+  if (table == nullptr) return false;
   // FindLayers finds a layer only where a name carries a state or the
   // metadata holds the blockwise-8 key; without either the answer is no,
-  // and the tables (about 330 bytes an entry) are not built for it: the
-  // detection of every safetensors file passes here (issue 9, section 3).
+  // and the bitsandbytes table (a copy of the shared one, about 330 bytes an
+  // entry) is not built for it: the detection of every safetensors file
+  // passes here (issue 9, section 3).
   const bool may_hold_layer =
-      std::any_of(container.metadata.begin(), container.metadata.end(),
+      std::any_of(table->metadata.begin(), table->metadata.end(),
                   [](const auto& member) { return member.first == kBlockwise8Key; }) ||
-      std::any_of(container.tensors.begin(), container.tensors.end(),
-                  [](const ContainerTensor& t) { return NamesAState(t.name); });
-  if (!may_hold_layer) return false;
-  return HasBnbLayer(BnbTableFromContainer(file, std::move(container)));
+      std::any_of(table->tensors.begin(), table->tensors.end(),
+                  [](const TableTensor& t) { return NamesAState(t.name); });
+  return may_hold_layer && HasBnbLayer(BnbTableFromMerged(*table));
 }
 
 bool HasBnbLayer(const BnbTable& table) { return !FindLayers(table, IndexOf(table)).empty(); }

@@ -42,6 +42,7 @@
 
 #include "oracles/merged_table.h"
 #include "oracles/safetensors.h"
+#include "oracles/claim_input.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
 
@@ -65,7 +66,7 @@ qd::Outcome StreamBnbFile(qd::ByteView file, const std::string& file_name, qd::T
 // docs/bnb.md "Detection": the container accepts the file and it has at
 // least one layer of the "Layers" table, whatever its checks would say. A
 // .pt file's layers are the pt format's (docs/pt.md 6.4), not detected here.
-bool IsBnbFile(qd::ByteView file);
+bool IsBnbFile(const ClaimInput& input);
 
 // ---------------------------------------------------------------------------
 // The tensor table the bitsandbytes checks run over. A safetensors container

@@ -540,10 +540,9 @@ qd::Outcome ReadFp8File(qd::ByteView file, const std::string& file_name,
   return CollectStream([&](qd::TensorSink& sink) { return StreamFp8File(file, file_name, configs, sink); });
 }
 
-bool IsFp8File(qd::ByteView file) {
-  qd::Outcome ignored;
-  Container container;
-  return CheckContainer(file, "", &ignored, &container) && HasFp8Layer(TableOfFile(file, std::move(container)));
+bool IsFp8File(const ClaimInput& input) {
+  const MergedTable* table = input.Get();
+  return table != nullptr && HasFp8Layer(*table);
 }
 
 bool HasFp8Layer(const MergedTable& table) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "oracles/merged_table.h"
+#include "oracles/claim_input.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
 
@@ -42,7 +43,7 @@ qd::Outcome StreamFp8File(qd::ByteView file, const std::string& file_name,
                           const std::vector<qd::SideFile>& configs, qd::TensorSink& sink);
 
 // docs/fp8.md section 2, Detection.
-bool IsFp8File(qd::ByteView file);
+bool IsFp8File(const ClaimInput& input);
 // The same over a table (one file, or a model directory's merged table).
 bool HasFp8Layer(const MergedTable& table);
 // Sections 3, 5 and 7 over a table of accepted containers: findings

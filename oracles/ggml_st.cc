@@ -150,7 +150,7 @@ bool CheckBlockTensors(const MergedTable& table, const std::string& type, const 
 std::string SuffixOf(const std::string& name) { return name.substr(name.rfind('.') + 1); }
 
 // L1..L7 for one layer.
-bool CheckLayer(const std::vector<TableTensor>& tensors, const QuantLayer& layer, const std::string& type,
+bool CheckLayer(const TableTensors& tensors, const QuantLayer& layer, const std::string& type,
                 Report& report, Geometry* geo) {
   if (layer.qweight < 0) {
     return report.LayerError("GGST-101", tensors[layer.anchor].name, "qweight",
@@ -215,7 +215,7 @@ bool CheckLayer(const std::vector<TableTensor>& tensors, const QuantLayer& layer
   return true;
 }
 
-bool IsGgufLayer(const std::vector<TableTensor>& tensors, const QuantLayer& layer) {
+bool IsGgufLayer(const TableTensors& tensors, const QuantLayer& layer) {
   return layer.qweight >= 0 && layer.qzeros < 0 && layer.scales < 0 && layer.g_idx < 0 &&
          tensors[layer.qweight].dtype == "U8";
 }
@@ -229,7 +229,7 @@ qd::Outcome StreamGgmlStFile(qd::ByteView file, const std::string& file_name,
   if (!CheckContainer(file, file_name, &outcome, &container)) return outcome;
   const MergedTable table = TableOfFile(file, std::move(container));
   Report report{&outcome, file_name};
-  const std::vector<TableTensor>& tensors = table.tensors;
+  const TableTensors& tensors = table.tensors;
   // Per tensor: its decoded geometry (width 0: not blocks) and name.
   std::vector<Geometry> blocks_of(tensors.size());
   std::vector<std::string> decoded_name(tensors.size());
@@ -295,14 +295,12 @@ qd::Outcome ReadGgmlStFile(qd::ByteView file, const std::string& file_name,
   return CollectStream([&](qd::TensorSink& sink) { return StreamGgmlStFile(file, file_name, configs, sink); });
 }
 
-bool IsGgmlStFile(qd::ByteView file) {
-  qd::Outcome ignored;
-  Container container;
-  if (!CheckContainer(file, "", &ignored, &container)) return false;
-  const MergedTable table = TableOfFile(file, std::move(container));
-  if (MetadataValue(table, "ggml_type") != nullptr) return true;
-  for (const QuantLayer& layer : FindQuantLayers(table.tensors)) {
-    if (IsGgufLayer(table.tensors, layer)) return true;
+bool IsGgmlStFile(const ClaimInput& input) {
+  const MergedTable* table = input.Get();
+  if (table == nullptr) return false;
+  if (MetadataValue(*table, "ggml_type") != nullptr) return true;
+  for (const QuantLayer& layer : FindQuantLayers(table->tensors)) {
+    if (IsGgufLayer(table->tensors, layer)) return true;
   }
   return false;
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "oracles/claim_input.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
 
@@ -24,7 +25,7 @@ qd::Outcome StreamGgmlStFile(qd::ByteView file, const std::string& file_name,
                              const std::vector<qd::SideFile>& configs, qd::TensorSink& sink);
 // Section 3, Detection: the container accepts the file and some prefix owns
 // a U8 P+qweight and none of P+qzeros, P+scales, P+g_idx.
-bool IsGgmlStFile(qd::ByteView file);
+bool IsGgmlStFile(const ClaimInput& input);
 
 }  // namespace qd::oracle
 

@@ -109,7 +109,7 @@ using Layer = QuantLayer;
 // Every layer, in anchor order. The tensors are already sorted by (shard,
 // begin, end, name) (docs/model_dir.md 4: one file is one shard), so anchor
 // order is the order of the anchors' indexes.
-std::vector<Layer> FindLayers(const std::vector<TableTensor>& tensors) {
+std::vector<Layer> FindLayers(const TableTensors& tensors) {
   const int count = static_cast<int>(tensors.size());
   std::vector<std::string> prefixes(tensors.size());
   std::vector<std::string> suffixes(tensors.size());
@@ -178,7 +178,7 @@ Wide GroupCount(Wide k, std::int64_t group_size) {
 // Section 6: the layer checks L1..L10.
 
 struct LayerContext {
-  const std::vector<TableTensor>& tensors;
+  const TableTensors& tensors;
   const std::string& file_name;
   const Settings& settings;
 };
@@ -558,7 +558,7 @@ bool StreamGptqTable(const MergedTable& table, const std::string& file_name,
   if (!CheckQuantConfigs("gptq", configs, file_name, outcome, &settings)) return false;
 
   // L1..L10, layer by layer in anchor order.
-  const std::vector<TableTensor>& tensors = table.tensors;
+  const TableTensors& tensors = table.tensors;
   const std::vector<Layer> found = FindLayers(tensors);
   const LayerContext ctx{tensors, file_name, settings};
   std::vector<Geometry> geometries;
@@ -758,16 +758,14 @@ bool PackGptq(const std::string& format, int bits, std::int64_t in_features,
   return true;
 }
 
-bool IsGptqFile(qd::ByteView file) {
-  qd::Outcome container_findings;
-  Container container;
-  return CheckContainer(file, "", &container_findings, &container) &&
-         HasGptqLayer(TableOfFile(file, std::move(container)));
+bool IsGptqFile(const ClaimInput& input) {
+  const MergedTable* table = input.Get();
+  return table != nullptr && HasGptqLayer(*table);
 }
 
 bool HasGptqLayer(const MergedTable& table) { return !FindLayers(table.tensors).empty(); }
 
-std::vector<QuantLayer> FindQuantLayers(const std::vector<TableTensor>& tensors) {
+std::vector<QuantLayer> FindQuantLayers(const TableTensors& tensors) {
   return FindLayers(tensors);
 }
 

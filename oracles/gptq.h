@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "oracles/merged_table.h"
+#include "oracles/claim_input.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
 
@@ -64,7 +65,7 @@ bool HasGptqLayer(const MergedTable& table);
 // docs/gptq.md section 2, Detection: the container accepts the file and it
 // has at least one layer (a tensor named P+qweight, P+qzeros, P+scales or
 // P+g_idx). Needs no config.
-bool IsGptqFile(qd::ByteView file);
+bool IsGptqFile(const ClaimInput& input);
 
 // ---- What the AWQ oracle (oracles/awq.cc) takes from this reader ----------
 
@@ -101,7 +102,7 @@ struct QuantLayer {
   int anchor = -1;            // qweight, else the first of qzeros, scales, g_idx
 };
 // Every layer of a table in (shard, begin, end, name) order, in anchor order.
-std::vector<QuantLayer> FindQuantLayers(const std::vector<TableTensor>& tensors);
+std::vector<QuantLayer> FindQuantLayers(const TableTensors& tensors);
 
 // docs/gptq.md section 8, written from the page: pack codes [K][N] and zero
 // points [G][N] into qweight [K*bits/32][N] and qzeros [G][N*bits/32] words

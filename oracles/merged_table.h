@@ -43,13 +43,19 @@ struct TableTensor : ContainerTensor {
   }
 };
 
+// A deque: a file's records move in from its container's deque one by one,
+// each block of that deque freed as it empties, so the records are held once
+// while the table is built (issue 9, section 3: a vector sized up front held
+// them twice, 288 bytes a tensor at the peak of every detection).
+using TableTensors = std::deque<TableTensor>;
+
 struct MergedTable {
   // The union of the shards' __metadata__ (docs/model_dir.md 3, IDX-012
   // keeps it consistent), the first shard's order then new keys.
   bool has_metadata = false;
   std::vector<std::pair<std::string, std::string>> metadata;
   // Sorted by (shard, begin, end, name bytes).
-  std::vector<TableTensor> tensors;
+  TableTensors tensors;
   // The C-order bytes of .pt tensors that are not in place in their file
   // (views, big-endian files), which their `data` points into; a deque, so
   // appending keeps them where they are.
@@ -69,12 +75,13 @@ inline void AppendShard(qd::ByteView file, Container container, std::size_t shar
   for (const auto& member : container.metadata) {
     if (known.insert(member.first).second) table->metadata.push_back(member);
   }
-  table->tensors.reserve(table->tensors.size() + container.tensors.size());
-  for (ContainerTensor& entry : container.tensors) {
+  // Each entry leaves the container as it enters the table (TableTensors).
+  while (!container.tensors.empty()) {
     TableTensor tensor;
-    static_cast<ContainerTensor&>(tensor) = std::move(entry);
+    static_cast<ContainerTensor&>(tensor) = std::move(container.tensors.front());
+    container.tensors.pop_front();
     tensor.shard = shard;
-    tensor.data = file.data + container.data_start + entry.begin;
+    tensor.data = file.data + container.data_start + tensor.begin;
     tensor.data_start = container.data_start;
     table->tensors.push_back(std::move(tensor));
   }

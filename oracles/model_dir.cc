@@ -186,38 +186,32 @@ bool FindWeightSet(const qd::ModelDirListing& listing, qd::Outcome* outcome, Wei
 // file readers (README "Which format a file is": RBQ, bitsandbytes,
 // recognised, AWQ, GPTQ, FP8, torch, else the safetensors container).
 
+// The first format that claims FILE, every question asked of one parse
+// (oracles/claim_input.h), which is gone before the format's reader runs.
+std::string_view SingleFileFormat(qd::ByteView file) {
+  const ClaimInput input(file);
+  if (IsRbqFile(input)) return "rbq";
+  if (IsBnbFile(input)) return "bnb";
+  if (IsRecognisedFile(input)) return "recognised";  // before AWQ and GPTQ: docs/recognised.md 2
+  if (IsAwqFile(input)) return "awq";                // before GPTQ (docs/awq.md section 2)
+  if (IsGptqFile(input)) return "gptq";
+  if (IsFp8File(input)) return "fp8";  // after GPTQ (docs/fp8.md section 2)
+  if (IsPtFile(file)) return "pt";
+  return "";
+}
+
 qd::Outcome StreamSingleFile(const qd::DirEntry& entry, const std::string& file_name,
                              const std::vector<qd::SideFile>& configs, qd::TensorSink& sink,
                              std::string* format) {
   const qd::ByteView file = entry.bytes;
-  if (IsRbqFile(file)) {
-    *format = "rbq";
-    return StreamRbqFile(file, file_name, sink);
-  }
-  if (IsBnbFile(file)) {
-    *format = "bnb";
-    return StreamBnbFile(file, file_name, sink);
-  }
-  if (IsRecognisedFile(file)) {  // before AWQ and GPTQ: docs/recognised.md 2
-    *format = "recognised";
-    return StreamRecognisedFile(file, file_name, configs, sink);
-  }
-  if (IsAwqFile(file)) {  // before GPTQ (docs/awq.md section 2)
-    *format = "awq";
-    return StreamAwqFile(file, file_name, configs, sink);
-  }
-  if (IsGptqFile(file)) {
-    *format = "gptq";
-    return StreamGptqFile(file, file_name, configs, sink);
-  }
-  if (IsFp8File(file)) {  // after GPTQ (docs/fp8.md section 2)
-    *format = "fp8";
-    return StreamFp8File(file, file_name, configs, sink);
-  }
-  if (IsPtFile(file)) {
-    *format = "pt";
-    return StreamPtFile(file, file_name, sink, configs, format);
-  }
+  *format = SingleFileFormat(file);
+  if (*format == "rbq") return StreamRbqFile(file, file_name, sink);
+  if (*format == "bnb") return StreamBnbFile(file, file_name, sink);
+  if (*format == "recognised") return StreamRecognisedFile(file, file_name, configs, sink);
+  if (*format == "awq") return StreamAwqFile(file, file_name, configs, sink);
+  if (*format == "gptq") return StreamGptqFile(file, file_name, configs, sink);
+  if (*format == "fp8") return StreamFp8File(file, file_name, configs, sink);
+  if (*format == "pt") return StreamPtFile(file, file_name, sink, configs, format);
   // Claimed by none: the container alone. A file the container refuses is
   // refused before any detection (README "Which format a file is").
   qd::Outcome outcome = StreamSafetensors(file, file_name, sink);

@@ -85,9 +85,10 @@ struct Reporter {
   }
 };
 
-// The __metadata__ value of key, or nullptr.
-const std::string* FindMetadata(const Container& container, const std::string& key) {
-  for (const auto& [name, value] : container.metadata) {
+// The __metadata__ value of key, or nullptr (a container's or a table's).
+template <typename Holder>
+const std::string* FindMetadata(const Holder& holder, const std::string& key) {
+  for (const auto& [name, value] : holder.metadata) {
     if (name == key) return &value;
   }
   return nullptr;
@@ -95,11 +96,12 @@ const std::string* FindMetadata(const Container& container, const std::string& k
 
 // README "Which format a file is": an RBQ file has a Q4B32/Q8B32 tensor or
 // __metadata__.format "rabbit-...".
-bool IsRbqContainer(const Container& container) {
-  for (const ContainerTensor& tensor : container.tensors) {
+template <typename Holder>
+bool IsRbqContainer(const Holder& holder) {
+  for (const ContainerTensor& tensor : holder.tensors) {
     if (IsBlockDtype(tensor.dtype)) return true;
   }
-  const std::string* format = FindMetadata(container, "format");
+  const std::string* format = FindMetadata(holder, "format");
   return format != nullptr && format->rfind("rabbit-", 0) == 0;
 }
 
@@ -458,10 +460,9 @@ bool MatvecRbq(int bits, qd::ByteView blocks, std::uint64_t rows, std::uint64_t 
   return true;
 }
 
-bool IsRbqFile(qd::ByteView file) {
-  qd::Outcome container_findings;
-  Container container;
-  return CheckContainer(file, "", &container_findings, &container) && IsRbqContainer(container);
+bool IsRbqFile(const ClaimInput& input) {
+  const MergedTable* table = input.Get();
+  return table != nullptr && IsRbqContainer(*table);
 }
 
 }  // namespace qd::oracle

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "oracles/claim_input.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
 
@@ -34,7 +35,7 @@ qd::Outcome StreamRbqFile(qd::ByteView file, const std::string& file_name, qd::T
 // The oracle's detection (README "Which format a file is"): the container
 // accepts the file and it has a Q4B32/Q8B32 tensor or a __metadata__ format
 // starting with "rabbit-". What ReadRbqFile checks RBQ rules on.
-bool IsRbqFile(qd::ByteView file);
+bool IsRbqFile(const ClaimInput& input);
 
 // Reference quantizer (spec "The scale"). bits is 4 or 8; weights are
 // row-major rows x columns. On success *blocks holds rows * (columns / 32)

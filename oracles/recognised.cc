@@ -448,11 +448,10 @@ bool HasRecognisedLayer(const MergedTable& table) {
   return false;
 }
 
-bool IsRecognisedFile(qd::ByteView file) {
-  qd::Outcome findings;
-  Container c;
-  if (!CheckContainer(file, "", &findings, &c)) return false;
-  for (const ContainerTensor& t : c.tensors) {
+bool IsRecognisedFile(const ClaimInput& input) {
+  const MergedTable* table = input.Get();
+  if (table == nullptr) return false;
+  for (const TableTensor& t : table->tensors) {
     if (IsMarkerName(t.name)) return true;
   }
   return false;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "oracles/merged_table.h"
+#include "oracles/claim_input.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
 
@@ -37,7 +38,7 @@ bool HasRecognisedLayer(const MergedTable& table);
 
 // docs/recognised.md section 2, Detection: the container accepts the file and
 // it has a layer.
-bool IsRecognisedFile(qd::ByteView file);
+bool IsRecognisedFile(const ClaimInput& input);
 
 }  // namespace qd::oracle
 

@@ -1084,7 +1084,7 @@ TEST(GptqLayer, HostileBytesDoNotCrash) {
     int errors = 0;
     for (const qd::Finding& f : o.findings) errors += f.severity == qd::Severity::kError;
     EXPECT_EQ(errors, o.refused ? 1 : 0);
-    (void)qd::codec::ClaimsGptq({b.data(), b.size()});
+    (void)qd::codec::ClaimsGptq(qd::ByteView{b.data(), b.size()});
   }
 }
 
@@ -1093,7 +1093,7 @@ TEST(GptqLayer, HostileBytesDoNotCrash) {
 TEST(GptqApi, ClaimsLayerMemberNames) {
   auto claims = [](const FileSpec& f) {
     const auto b = f.Bytes();
-    return qd::codec::ClaimsGptq({b.data(), b.size()});
+    return qd::codec::ClaimsGptq(qd::ByteView{b.data(), b.size()});
   };
   EXPECT_TRUE(claims(DefaultFile()));
   EXPECT_FALSE(claims(DenseFile()));
@@ -1108,8 +1108,8 @@ TEST(GptqApi, ClaimsLayerMemberNames) {
   b.Add("x.qweight.y", "F32", {1}, Words({0}));
   EXPECT_FALSE(claims(b));
   const std::vector<std::uint8_t> junk = {1, 2, 3};
-  EXPECT_FALSE(qd::codec::ClaimsGptq({junk.data(), junk.size()}));
-  EXPECT_FALSE(qd::codec::ClaimsGptq({nullptr, 0}));
+  EXPECT_FALSE(qd::codec::ClaimsGptq(qd::ByteView{junk.data(), junk.size()}));
+  EXPECT_FALSE(qd::codec::ClaimsGptq(qd::ByteView{nullptr, 0}));
 }
 
 TEST(GptqApi, ViewPointsIntoTheFile) {

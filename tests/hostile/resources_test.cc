@@ -176,7 +176,7 @@ TEST_F(ResourcesOfMillionEntryHeaders, HeaderOfTinyEntriesCheckAndDecode) {
   // its 248 MiB here with bad_alloc); it now writes the header from the
   // plan in 1 MiB pieces from a plan that views the reader's records
   // (224 MB). diff is not run: with both readers' records alive it still
-  // needs about 460 MB (README "Resources"), and ends with exit 2 under
+  // needs about 390 MB (README "Resources"), and ends with exit 2 under
   // this bound.
   const std::string in = Write("million.safetensors", TinyEntriesSafetensors(Scaled(1000000)));
   Expect({"check", in}, 0);
