@@ -38,7 +38,8 @@ inline constexpr int kExitUsage = 2;
 struct Verb {
   std::string_view name;
   std::string_view summary;  // one line for `quantdiff --help`
-  std::string_view help;     // the whole `quantdiff help VERB` text
+  std::string_view help;     // the whole `quantdiff help VERB` text; {formats} is
+                             // printed as the registered format names
   int (*run)(const std::vector<std::string>& args);
 };
 

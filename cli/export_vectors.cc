@@ -49,7 +49,8 @@ extern const std::string_view kExportVectorsHelp =
     "                 (required), instead of a folder: `tar -xzf` gives the folder\n"
     "  --count N      tests per group (default 4)\n"
     "  --seed S       generator seed (default 1)\n"
-    "  --format NAME  only this format (rbq, bnb, recognised, gptq, pt, safetensors, ...)\n"
+    "  --format NAME  only this format; NAME is one of\n"
+    "                 {formats}\n"
     "\n"
     "exit: 0 written, 2 usage error or unwritable DIR\n";
 

@@ -63,8 +63,17 @@ void PrintOverview(std::FILE* out) {
                FormatNames().c_str());
 }
 
+// The verb's help with {formats} replaced by the registry's format names, so
+// a `--format NAME` line lists every registered format.
 void PrintVerbHelp(const Verb& verb) {
-  std::fwrite(verb.help.data(), 1, verb.help.size(), stdout);
+  constexpr std::string_view kFormatsSlot = "{formats}";
+  std::string text(verb.help);
+  for (std::size_t at = text.find(kFormatsSlot); at != std::string::npos; at = text.find(kFormatsSlot, at)) {
+    const std::string names = FormatNames();
+    text.replace(at, kFormatsSlot.size(), names);
+    at += names.size();
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
 }
 
 int RunHelp(const std::vector<std::string>& args) {

@@ -144,11 +144,19 @@ bool BuildVectors(const qd::harness::FormatEntry& format, std::uint64_t count, s
   std::vector<std::string> groups = {""};
   for (const std::string& r : format.violable_rules()) groups.push_back(r);
 
+  const std::vector<qd::harness::Generated> fixed =
+      format.fixed_instances != nullptr ? format.fixed_instances() : std::vector<qd::harness::Generated>{};
   std::uint64_t tc_id = 0;
   for (const std::string& rule : groups) {
     for (std::uint64_t k = 0; k < count; ++k) {
       const qd::harness::Generated g =
           rule.empty() ? format.generate_valid(rng) : format.generate_violation(rule, rng);
+      TestVector v;
+      if (!MakeVector(format, rule, g, ++tc_id, &v, error)) return false;
+      out->push_back(std::move(v));
+    }
+    for (const qd::harness::Generated& g : fixed) {  // the format's fixed instances of this group
+      if (g.expected_rule != rule) continue;
       TestVector v;
       if (!MakeVector(format, rule, g, ++tc_id, &v, error)) return false;
       out->push_back(std::move(v));

@@ -101,9 +101,10 @@ struct AwqLayerView {
 AwqLayerView ViewOf(const AwqResult& result, const AwqLayer& layer);
 
 // Rows [n_begin, n_end) of the layer's weight [N, K] (docs/awq.md section 6),
-// out holding (n_end - n_begin) * K floats. KERNEL kAvx2 runs GEMM layers
-// whose group size is a multiple of 8 with AVX2 (codecs/awq_pack.cc), bit
-// for bit the scalar output; every other layer runs the scalar kernel.
+// out holding (n_end - n_begin) * K floats. KERNEL kAvx2 runs GEMV and
+// GEMV_FAST layers, and GEMM layers whose group size is a multiple of 8, with
+// AVX2 (codecs/awq_pack.cc), bit for bit the scalar output; other GEMM
+// layers run the scalar kernel.
 void AwqDequantizeRows(const AwqLayerView& layer, std::int64_t n_begin, std::int64_t n_end,
                        float* out, Kernel kernel = BestKernel());
 

@@ -1,6 +1,6 @@
 // awq_pack.cc: where each AWQ code and zero lives (docs/awq.md section 4),
-// the dequantization kernels (section 6: scalar, and AVX2 for GEMM, chosen
-// at run time as codecs/kernels.h says) and the encoder (section 8).
+// the dequantization kernels (section 6: scalar, and AVX2 for GEMM, GEMV
+// and GEMV_FAST, chosen at run time as codecs/kernels.h says) and the encoder (section 8).
 // Built with -ffp-contract=off: section 6 is one multiply (and for GEMV_FAST
 // one add), never a fused multiply-add.
 #include <algorithm>
@@ -208,6 +208,94 @@ __attribute__((target("avx2"))) void GemmRowsAvx2(const AwqLayerView& v, std::in
     ScalarRow(v, n, k_vector, K, scales.data() + r * G, zeros.data() + r * G, nullptr, out + r * K);
   }
 }
+
+// Where eight consecutive inputs k0 .. k0+7 of a row (k0 rising from call
+// to call) take their group terms: one group while the eight share it, else
+// each lane its own. GEMV and GEMV_FAST group sizes are 32, 64 or at least
+// 128 (AWQ-005) but need not be multiples of 8 (K = 2368, gs = 148), so a
+// lane block may straddle two groups.
+class LaneGroups {
+ public:
+  explicit LaneGroups(std::uint64_t group_size) : gs_(group_size), end_(group_size) {}
+  // Moves to the block at k0; true when its eight inputs are in Group().
+  bool OneGroup(std::uint64_t k0) {
+    while (k0 >= end_) {
+      ++group_;
+      end_ += gs_;
+    }
+    return k0 + 8 <= end_;
+  }
+  std::uint64_t Group() const { return group_; }
+  std::uint64_t GroupOf(std::uint64_t k) const { return k / gs_; }
+
+ private:
+  std::uint64_t gs_;
+  std::uint64_t group_ = 0;
+  std::uint64_t end_;
+};
+
+__attribute__((target("avx2"))) __m256 FloatLanes(const LaneGroups& lanes, bool one_group, std::uint64_t k0,
+                                                   const float* per_group) {
+  if (one_group) return _mm256_set1_ps(per_group[lanes.Group()]);
+  alignas(32) float lane[8];
+  for (std::uint64_t i = 0; i < 8; ++i) lane[i] = per_group[lanes.GroupOf(k0 + i)];
+  return _mm256_load_ps(lane);
+}
+
+__attribute__((target("avx2"))) __m256i IntLanes(const LaneGroups& lanes, bool one_group, std::uint64_t k0,
+                                                  const std::int32_t* per_group) {
+  if (one_group) return _mm256_set1_epi32(per_group[lanes.Group()]);
+  alignas(32) std::int32_t lane[8];
+  for (std::uint64_t i = 0; i < 8; ++i) lane[i] = per_group[lanes.GroupOf(k0 + i)];
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(lane));
+}
+
+// GEMV row n with AVX2: word (n, j) holds inputs 8j .. 8j+7 in nibbles 0..7,
+// so one broadcast word shifted by 0, 4, .., 28 is eight codes in k order;
+// then the exact (float)(code - zero) and one binary32 multiply, as
+// ScalarRow (no FMA in this target). K is a multiple of 8 (K = 8 *
+// qweight.shape[1]).
+__attribute__((target("avx2"))) void GemvRowAvx2(const AwqLayerView& v, std::uint64_t n, const float* scale,
+                                                  const std::int32_t* zero, float* dst) {
+  const std::uint64_t K = static_cast<std::uint64_t>(v.in_features);
+  const std::uint8_t* words = v.qweight + 4 * n * (K / 8);
+  const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+  const __m256i nibble = _mm256_set1_epi32(0xF);
+  LaneGroups groups(static_cast<std::uint64_t>(v.group_size));
+  for (std::uint64_t k = 0; k < K; k += 8) {
+    const __m256i word = _mm256_set1_epi32(static_cast<int>(U32At(words, k / 8)));
+    const __m256i codes = _mm256_and_si256(_mm256_srlv_epi32(word, shifts), nibble);
+    const bool one_group = groups.OneGroup(k);
+    const __m256i centred = _mm256_sub_epi32(codes, IntLanes(groups, one_group, k, zero));
+    _mm256_storeu_ps(dst + k, _mm256_mul_ps(_mm256_cvtepi32_ps(centred), FloatLanes(groups, one_group, k, scale)));
+  }
+}
+
+// GEMV_FAST row n with AVX2. Section 4's shuffle and interleave put inputs
+// 32b + 8c + j (c in 0..3, j in 0..7) of row n in nibble c of I16 word
+// (n / 4) * K + 64 * (b / 2) + 16 * (n % 4) + 8 * (b % 2) + j: eight words
+// widened to eight lanes give, shifted by 4c, the eight codes of inputs
+// 32b + 8c .. +7 in k order. Then fl32(code * scale), exact, and one
+// rounded add of the scaled zero, two instructions as ScalarRow's two
+// operations (no FMA in this target). K is a multiple of 64 (AWQ-002).
+__attribute__((target("avx2"))) void GemvFastRowAvx2(const AwqLayerView& v, std::uint64_t n, const float* scale,
+                                                      const float* zero_term, float* dst) {
+  const std::uint64_t K = static_cast<std::uint64_t>(v.in_features);
+  const std::uint8_t* row_words = v.qweight + 2 * ((n / 4) * K + 16 * (n % 4));
+  const __m256i nibble = _mm256_set1_epi32(0xF);
+  LaneGroups groups(static_cast<std::uint64_t>(v.group_size));
+  for (std::uint64_t b = 0; b < K / 32; ++b) {
+    const __m128i eight = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row_words + 2 * (64 * (b / 2) + 8 * (b % 2))));
+    const __m256i words = _mm256_cvtepu16_epi32(eight);
+    for (int c = 0; c < 4; ++c) {
+      const std::uint64_t k = 32 * b + 8 * static_cast<std::uint64_t>(c);
+      const __m256i codes = _mm256_and_si256(_mm256_srl_epi32(words, _mm_cvtsi32_si128(4 * c)), nibble);
+      const bool one_group = groups.OneGroup(k);
+      const __m256 product = _mm256_mul_ps(_mm256_cvtepi32_ps(codes), FloatLanes(groups, one_group, k, scale));
+      _mm256_storeu_ps(dst + k, _mm256_add_ps(product, FloatLanes(groups, one_group, k, zero_term)));
+    }
+  }
+}
 #endif
 
 }  // namespace
@@ -216,6 +304,12 @@ void AwqDequantizeRows(const AwqLayerView& v, std::int64_t n_begin, std::int64_t
                        Kernel kernel) {
   const std::uint64_t K = static_cast<std::uint64_t>(v.in_features);
   const std::uint64_t G = static_cast<std::uint64_t>(v.groups);
+  // GEMV and GEMV_FAST run a row at a time, with AVX2 when KERNEL asks for it
+  // (their kernels take whole lane blocks: K % 8 == 0 and K % 64 == 0 in a
+  // checked layer, section 4 and AWQ-002).
+  [[maybe_unused]] const bool avx2_rows =
+      HasAvx2Code(kernel) && ((v.format == AwqFormat::kGemv && K % 8 == 0) ||
+                              (v.format == AwqFormat::kGemvFast && K % 64 == 0));
 #if defined(__x86_64__)
   if (HasAvx2Code(kernel) && v.format == AwqFormat::kGemm && v.group_size % 8 == 0 && n_end > n_begin) {
     const std::uint64_t rows = static_cast<std::uint64_t>(n_end - n_begin);
@@ -228,16 +322,24 @@ void AwqDequantizeRows(const AwqLayerView& v, std::int64_t n_begin, std::int64_t
     GemmRowsAvx2(v, n_begin, n_end, scales, zeros, out);
     return;
   }
-#else
-  (void)kernel;
 #endif
   std::vector<float> scale(G), zero_term(G);  // per group of the row
   std::vector<std::int32_t> zero(G);
   for (std::int64_t row = n_begin; row < n_end; ++row) {
     const std::uint64_t n = static_cast<std::uint64_t>(row);
+    float* dst = out + (n - static_cast<std::uint64_t>(n_begin)) * K;
     GroupTerms(v, n, scale.data(), zero.data(), zero_term.data());
-    ScalarRow(v, n, 0, K, scale.data(), zero.data(), zero_term.data(),
-              out + (n - static_cast<std::uint64_t>(n_begin)) * K);
+#if defined(__x86_64__)
+    if (avx2_rows) {
+      if (v.format == AwqFormat::kGemv) {
+        GemvRowAvx2(v, n, scale.data(), zero.data(), dst);
+      } else {
+        GemvFastRowAvx2(v, n, scale.data(), zero_term.data(), dst);
+      }
+      continue;
+    }
+#endif
+    ScalarRow(v, n, 0, K, scale.data(), zero.data(), zero_term.data(), dst);
   }
 }
 

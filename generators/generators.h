@@ -54,10 +54,21 @@ std::vector<std::string> GgufViolableRules();
 Generated GgufViolation(std::string_view rule, Rng& rng);
 // GGUF-family safetensors (rules GGST-*, CFG-003 and CFG-005;
 // docs/ggml_safetensors.md): GPT-QModel GGUF linears of q4_0, q8_0, q4_K,
-// q5_K or q6_K blocks made by the codec's block encoders, K padded.
+// q5_K or q6_K blocks made by the codec's block encoders, K padded; and
+// section 7's block-vector layout of every block type.
 Generated GgmlStValid(Rng& rng);
 std::vector<std::string> GgmlStViolableRules();
 Generated GgmlStViolation(std::string_view rule, Rng& rng);
+// Section 7's block-vector layout alone (GgmlStValid and GgmlStViolation
+// make it one time in three): a valid file of TYPE (ggml's spelling) with or
+// without `cols`, and a file breaking one of the rules section 7 checks.
+Generated GgmlStBlockVectorsValid(Rng& rng, std::string_view type, bool with_cols);
+std::vector<std::string> GgmlStBlockVectorsViolableRules();
+Generated GgmlStBlockVectorsViolation(std::string_view rule, Rng& rng);
+// The instances seeds and vectors always hold beside the drawn ones (a few
+// draws would miss most of them): section 7's layout in each block type with
+// and without cols, then each of its rules broken twice.
+std::vector<Generated> GgmlStFixedInstances();
 
 // Q4B32 / Q8B32 (rules RBQ-*): quantized matrices plus kept norm vectors.
 Generated RbqValid(Rng& rng);

@@ -5,7 +5,15 @@
 // q4_0 / q8_0, codec::GgmlEncodeWithinBound for the K-quants), the config as
 // GPT-QModel's GGUFConfig writes it. Each violation starts from a valid draft
 // and breaks one thing that every earlier step of section 4 lets pass.
+// One instance in three is instead section 7's block-vector layout (ggml's
+// reference vectors: `__metadata__.ggml_type`, U8 block tensors, optional
+// `cols`), valid with any of the 12 block types or breaking GGST-001,
+// GGST-003 (cols text, bytes_per_row, cols range) or GGST-104 there.
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -120,7 +128,124 @@ Draft MakeDraft(Rng& rng, int layers = 0, int subtype = -1) {
 const std::string kP0 = "model.layers.0.self_attn.q_proj.";
 const std::string kP1 = "model.layers.1.self_attn.q_proj.";
 
+// ---- Section 7: the block-vector layout (ggml's reference vectors) ----
+// `__metadata__.ggml_type` names the type; each U8 tensor is a block tensor
+// [rows, bytes_per_row]; `cols` (optional) is K. No config is read.
+
+struct BlockVectors {
+  const codec::GgmlTypeInfo* info = nullptr;
+  std::string type_name;                   // the ggml_type value written
+  std::vector<std::string> cols;           // the cols value, if any (0 or 1 element)
+  std::uint64_t padded = 0;                // Kp of the first block tensor
+  std::vector<TensorWithBytes> tensors;
+
+  Generated Write(const std::string& rule, const std::string& what) const {
+    codec::MetadataList metadata = {{"format", "ggml-reference-vector/v1"}, {"ggml_type", type_name}};
+    for (const std::string& c : cols) metadata.push_back({"cols", c});
+    Generated g;
+    g.bytes = codec::SerializeSafetensors(tensors, &metadata);
+    g.expected_rule = rule;
+    g.description = what + " (ggml block vectors, " + std::string(info->name) + ")";
+    return g;
+  }
+};
+
+// ROWS rows of K weights (K within the last block) as the peer files hold
+// them: `input` F32 [rows, K] and `blocks` U8 [rows, bytes_per_row], the
+// blocks encoded by the codec's encoders or, one time in four (and for
+// mxfp4, which has no encoder), bytes of any value: this layout has no
+// GGST-004, the block decoders are total (docs/ggml_blocks.md 5.3).
+// Sometimes a second block tensor of the same type follows.
+BlockVectors MakeBlockVectors(Rng& rng, const codec::GgmlTypeInfo& info, bool with_cols) {
+  BlockVectors d;
+  d.info = &info;
+  d.type_name = std::string(info.name);
+  const std::uint64_t qk = static_cast<std::uint64_t>(info.values);
+  const std::uint64_t block_bytes = static_cast<std::uint64_t>(info.bytes);
+  const std::uint64_t rows = 1 + Pick(rng, 3);
+  const std::uint64_t blocks = 1 + Pick(rng, qk == 32 ? 3 : 2);
+  d.padded = blocks * qk;
+  const std::uint64_t k = d.padded - Pick(rng, qk);
+  std::vector<float> weights(rows * d.padded, 0.0f);
+  std::vector<std::uint8_t> input;
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    for (std::uint64_t c = 0; c < k; ++c) {
+      const float w = SomeWeight(rng);
+      weights[r * d.padded + c] = w;
+      const auto bits = std::bit_cast<std::uint32_t>(w);
+      for (int b = 0; b < 4; ++b) input.push_back(static_cast<std::uint8_t>(bits >> (8 * b)));
+    }
+  }
+  std::vector<std::uint8_t> bytes(rows * blocks * block_bytes);
+  const bool any_bytes = Coin(rng, 4);
+  if (any_bytes || (!codec::GgmlEncode(info.type, weights.data(), rows * blocks, bytes.data()) &&
+                    !codec::GgmlEncodeWithinBound(info.type, weights.data(), rows * blocks, bytes.data()))) {
+    for (std::uint8_t& b : bytes) b = static_cast<std::uint8_t>(Pick(rng, 256));
+  }
+  d.tensors.push_back(Member("input", "F32", {rows, k}, std::move(input)));
+  d.tensors.push_back(Member("blocks", "U8", {rows, blocks * block_bytes}, std::move(bytes)));
+  if (Coin(rng, 3)) {
+    // A second block tensor, one row of any bytes. Not named P.qweight: the
+    // readers take that too, but `decode` refuses to write its F32 output,
+    // which `check` would read as a GPTQ layer without a config (CFG-003).
+    std::vector<std::uint8_t> more(blocks * block_bytes);
+    for (std::uint8_t& b : more) b = static_cast<std::uint8_t>(Pick(rng, 256));
+    d.tensors.push_back(Member("more_blocks", "U8", {1, blocks * block_bytes}, std::move(more)));
+  }
+  if (with_cols) d.cols.push_back(Coin(rng, 4) ? "0" + std::to_string(k) : std::to_string(k));
+  return d;
+}
+
+const codec::GgmlTypeInfo& SomeBlockType(Rng& rng) {
+  const std::span<const codec::GgmlTypeInfo> types = codec::GgmlTypes();
+  return types[Pick(rng, types.size())];
+}
+
+// One section 7 rule broken, every earlier check passing.
+Generated ViolateBlockVectors(const std::string& rule, Rng& rng) {
+  const codec::GgmlTypeInfo& info = SomeBlockType(rng);
+  BlockVectors d = MakeBlockVectors(rng, info, true);
+  const std::uint64_t qk = static_cast<std::uint64_t>(info.values);
+  TensorWithBytes& blocks = d.tensors[1];
+  if (rule == "GGST-001") {  // V1: spelled otherwise than docs/ggml_blocks.md section 3
+    d.type_name = std::vector<std::string>{"q4_k", "Q4_0", "q4_2", "iq2_xxs", "", "q8_0 "}[Pick(rng, 6)];
+    return d.Write(rule, "ggml_type \"" + d.type_name + "\"");
+  }
+  if (rule == "GGST-104") {  // V3: a block tensor not of rank 2
+    if (Coin(rng)) {
+      blocks.spec.shape = {blocks.spec.shape[0] * blocks.spec.shape[1]};
+    } else {
+      blocks.spec.shape = {1, blocks.spec.shape[0], blocks.spec.shape[1]};
+    }
+    return d.Write(rule, "a block tensor of rank " + std::to_string(blocks.spec.shape.size()));
+  }
+  switch (Pick(rng, 3)) {
+    case 0: {  // V2: cols not 1 to 19 ASCII digits
+      d.cols[0] = std::vector<std::string>{"-32", " 32", "32.0", "", "0x20", "12345678901234567890", "+1"}[Pick(rng, 7)];
+      return d.Write(rule, "cols \"" + d.cols[0] + "\"");
+    }
+    case 1: {  // V4: bytes_per_row 0 or not whole blocks
+      const std::uint64_t rows = blocks.spec.shape[0];
+      const std::uint64_t width = Coin(rng, 3) ? 0 : blocks.spec.shape[1] - 1 - Pick(rng, static_cast<std::uint64_t>(info.bytes) - 1);
+      blocks.spec.shape[1] = width;
+      blocks.bytes.resize(rows * width);
+      blocks.spec.byte_size = blocks.bytes.size();
+      return d.Write(rule, "bytes_per_row " + std::to_string(width));
+    }
+    default: {  // V5: cols outside Kp - QK < cols <= Kp
+      const std::uint64_t cols = Coin(rng) ? d.padded - qk - Pick(rng, std::min<std::uint64_t>(d.padded - qk + 1, 3))
+                                           : d.padded + 1 + Pick(rng, qk);
+      d.cols[0] = std::to_string(cols);
+      return d.Write(rule, "cols " + d.cols[0] + " for a padded row of " + std::to_string(d.padded));
+    }
+  }
+}
+
 Generated Violate(const std::string& rule, Rng& rng) {
+  // One time in three, a rule section 7 also checks is broken in that layout.
+  if ((rule == "GGST-001" || rule == "GGST-003" || rule == "GGST-104") && Coin(rng, 3)) {
+    return ViolateBlockVectors(rule, rng);
+  }
   if (rule == "GGST-001") {
     Draft d = MakeDraft(rng);
     const std::vector<std::pair<const char*, int>> unknown = {{"q_0", 5}, {"q_k", 8}, {"q2_k", 2}, {"iq4_nl", 4}, {"q_1", 4}};
@@ -218,7 +343,38 @@ Generated Violate(const std::string& rule, Rng& rng) {
 
 }  // namespace
 
-Generated GgmlStValid(Rng& rng) { return MakeDraft(rng).Write("", "valid file"); }
+Generated GgmlStValid(Rng& rng) {
+  if (Coin(rng, 3)) {
+    const codec::GgmlTypeInfo& info = SomeBlockType(rng);
+    const bool with_cols = Coin(rng);
+    return MakeBlockVectors(rng, info, with_cols).Write("", with_cols ? "valid, cols" : "valid, no cols");
+  }
+  return MakeDraft(rng).Write("", "valid file");
+}
+
+Generated GgmlStBlockVectorsValid(Rng& rng, std::string_view type, bool with_cols) {
+  const codec::GgmlTypeInfo* info = codec::FindGgmlType(type);
+  if (info == nullptr) info = &codec::GgmlTypes()[0];
+  return MakeBlockVectors(rng, *info, with_cols).Write("", with_cols ? "valid, cols" : "valid, no cols");
+}
+
+std::vector<std::string> GgmlStBlockVectorsViolableRules() { return {"GGST-001", "GGST-003", "GGST-104"}; }
+
+Generated GgmlStBlockVectorsViolation(std::string_view rule, Rng& rng) {
+  return ViolateBlockVectors(std::string(rule), rng);
+}
+
+std::vector<Generated> GgmlStFixedInstances() {
+  std::vector<Generated> out;
+  Rng rng(12);
+  for (const codec::GgmlTypeInfo& type : codec::GgmlTypes()) {
+    for (const bool with_cols : {false, true}) out.push_back(GgmlStBlockVectorsValid(rng, type.name, with_cols));
+  }
+  for (const std::string& rule : GgmlStBlockVectorsViolableRules()) {
+    for (int i = 0; i < 2; ++i) out.push_back(ViolateBlockVectors(rule, rng));
+  }
+  return out;
+}
 
 std::vector<std::string> GgmlStViolableRules() {
   return {"GGST-001", "GGST-002", "GGST-003", "GGST-004", "GGST-101", "GGST-102",

@@ -325,7 +325,7 @@ const std::vector<FormatEntry>& Formats() {
       // (docs/ggml_safetensors.md section 3).
       {.name = "ggml_st",
        .rule_prefixes = {"GGST-"},
-       .summary = "GGUF-family safetensors: ggml blocks in a U8 qweight, GPT-QModel's GGUF linear (spec 004, docs/ggml_safetensors.md)",
+       .summary = "GGUF-family safetensors: ggml blocks in a U8 qweight, GPT-QModel's GGUF linear, and ggml's block vectors (spec 004, docs/ggml_safetensors.md)",
        .codec_read = &CodecGgmlSt,
        .codec_stream = &StreamGgmlSt,
        .codec_check = &CheckGgmlSt,
@@ -336,7 +336,8 @@ const std::vector<FormatEntry>& Formats() {
        .generate_valid = &gen::GgmlStValid,
        .violable_rules = &gen::GgmlStViolableRules,
        .generate_violation = &gen::GgmlStViolation,
-       .hosted_prefixes = {"CFG-"}},
+       .hosted_prefixes = {"CFG-"},
+       .fixed_instances = &gen::GgmlStFixedInstances},
       // Before gptq: both name layers P.qweight / P.qzeros / P.scales; an
       // AWQ layer has no g_idx and not GPTQ's shape pair (docs/awq.md 2).
       {.name = "awq",

@@ -87,6 +87,10 @@ struct FormatEntry {
   // check's findings and, for an accepted file, the refusal REC-001.
   qd::Outcome (*decode_refusal)(qd::ByteView file, const std::string& file_name,
                                 const SideFiles& side_files) = nullptr;
+  // Instances `export-vectors` and the fuzz seeds hold besides the drawn
+  // ones, each in the group of its expected_rule: cases a few draws would
+  // miss. Null when the format has none.
+  std::vector<Generated> (*fixed_instances)() = nullptr;
 
   // True when rule_id starts with one of rule_prefixes.
   bool OwnsRule(std::string_view rule_id) const;

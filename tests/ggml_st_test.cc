@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "generators/generators.h"
+#include "harness/differ.h"
 #include "harness/registry.h"
 #include "property_tests/gen/files.h"
 #include "quantdiff/plain_data.h"
@@ -62,6 +64,14 @@ Bytes Q4_0Row(std::uint8_t second_qs) {
 struct Read {
   qd::Outcome codec, oracle;
 };
+
+struct Geometry {
+  const char* type;
+  std::uint64_t values, bytes;  // docs/ggml_blocks.md section 3's table
+};
+const Geometry kTypes[] = {{"q4_0", 32, 18},  {"q4_1", 32, 20},  {"q5_0", 32, 22},   {"q5_1", 32, 24},
+                           {"q8_0", 32, 34},  {"q2_K", 256, 84}, {"q3_K", 256, 110}, {"q4_K", 256, 144},
+                           {"q5_K", 256, 176}, {"q6_K", 256, 210}, {"iq4_nl", 32, 18}, {"mxfp4", 32, 17}};
 
 Read ReadBoth(const std::vector<RawTensor>& tensors, const std::vector<qd::SideFile>& configs,
               const qdtest::Metadata* metadata = nullptr) {
@@ -284,13 +294,6 @@ TEST(GgmlSt, BlockVectorColsDropsThePaddingColumns) {
 // outside Kp - QK < cols <= Kp: same verdict, finding, shapes and bits
 // (NaN as NaN, docs/ggml_blocks.md 1.3).
 TEST(GgmlSt, BlockVectorCodecAndOracleAgreeOnRandomBlocks) {
-  struct Geometry {
-    const char* type;
-    std::uint64_t values, bytes;  // docs/ggml_blocks.md section 3's table
-  };
-  const Geometry kTypes[] = {{"q4_0", 32, 18},  {"q4_1", 32, 20},  {"q5_0", 32, 22},   {"q5_1", 32, 24},
-                             {"q8_0", 32, 34},  {"q2_K", 256, 84}, {"q3_K", 256, 110}, {"q4_K", 256, 144},
-                             {"q5_K", 256, 176}, {"q6_K", 256, 210}, {"iq4_nl", 32, 18}, {"mxfp4", 32, 17}};
   std::mt19937_64 rng(12);
   int accepted = 0, refused = 0;
   for (const Geometry& g : kTypes) {
@@ -333,6 +336,63 @@ TEST(GgmlSt, BlockVectorCodecAndOracleAgreeOnRandomBlocks) {
   }
   EXPECT_GT(accepted, 60);
   EXPECT_GT(refused, 3);
+}
+
+// The generator's block-vector files (section 7; the campaign, fuzz seeds
+// and vectors draw them): every block type, with and without cols, detected
+// as ggml_st and accepted by both readers with no finding; `blocks` decoded
+// to [rows, W], W = cols (the `input` tensor's K) when present, else the
+// padded row (a multiple of QK, K <= W < K + QK); codec and oracle agree.
+// Each rule section 7 checks, broken by the generator, is refused by both
+// with that rule.
+TEST(GgmlSt, GeneratedBlockVectorFilesOfEveryTypeAndRule) {
+  const qd::harness::FormatEntry& f = *qd::harness::FindFormat("ggml_st");
+  for (const Geometry& g : kTypes) {
+    for (const bool with_cols : {false, true}) {
+      for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+        qd::harness::Rng rng(seed);
+        const qd::gen::Generated gen = qd::gen::GgmlStBlockVectorsValid(rng, g.type, with_cols);
+        const std::string what = gen.description + " seed " + std::to_string(seed);
+        const qd::ByteView view{gen.bytes.data(), gen.bytes.size()};
+        EXPECT_EQ(qd::harness::DetectFormat(view).name, "ggml_st") << what;
+        EXPECT_EQ(gen.description.find(g.type) != std::string::npos, true) << what;
+        const qd::Outcome codec = f.codec_read(view, "g.safetensors", {});
+        const qd::Outcome oracle = f.oracle_read(view, "g.safetensors", {});
+        ASSERT_FALSE(codec.refused) << what << ": " << codec.findings.back().rule;
+        ASSERT_FALSE(oracle.refused) << what << ": " << oracle.findings.back().rule;
+        EXPECT_TRUE(codec.findings.empty() && oracle.findings.empty()) << what;
+        EXPECT_FALSE(qd::harness::Compare(codec, oracle, "ggml_st").has_value()) << what;
+        ASSERT_GE(codec.tensors.size(), 2u) << what;
+        ASSERT_EQ(codec.tensors[0].name, "input") << what;
+        ASSERT_EQ(codec.tensors[1].name, "blocks") << what;
+        const std::vector<std::uint64_t>& input = codec.tensors[0].shape;
+        const std::vector<std::uint64_t>& blocks = codec.tensors[1].shape;
+        ASSERT_EQ(blocks.size(), 2u) << what;
+        EXPECT_EQ(blocks[0], input[0]) << what;
+        if (with_cols) {
+          EXPECT_EQ(blocks[1], input[1]) << what;
+        } else {
+          EXPECT_EQ(blocks[1] % g.values, 0u) << what;
+          EXPECT_TRUE(blocks[1] >= input[1] && blocks[1] < input[1] + g.values) << what;
+        }
+      }
+    }
+  }
+  for (const std::string& rule : qd::gen::GgmlStBlockVectorsViolableRules()) {
+    for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+      qd::harness::Rng rng(seed);
+      const qd::gen::Generated gen = qd::gen::GgmlStBlockVectorsViolation(rule, rng);
+      const qd::ByteView view{gen.bytes.data(), gen.bytes.size()};
+      const std::string what = gen.description + " seed " + std::to_string(seed);
+      EXPECT_EQ(gen.expected_rule, rule) << what;
+      EXPECT_EQ(qd::harness::DetectFormat(view).name, "ggml_st") << what;
+      const qd::Outcome codec = f.codec_read(view, "g.safetensors", {});
+      const qd::Outcome oracle = f.oracle_read(view, "g.safetensors", {});
+      ASSERT_TRUE(codec.refused && oracle.refused) << what;
+      EXPECT_EQ(codec.findings.back().rule, rule) << what;
+      EXPECT_EQ(oracle.findings.back().rule, rule) << what;
+    }
+  }
 }
 
 }  // namespace

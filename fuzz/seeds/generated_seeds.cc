@@ -89,26 +89,36 @@ void ModelDirSeeds(SeedWriter& w) {
 
 
 // ---- recognised_file_diff, ggml_st_file_diff: the registry's generator of
-// FORMAT, files in recognised_file_input.h's layout (file plus one config) ----
+// FORMAT and its fixed instances, files in recognised_file_input.h's layout
+// (file plus one config) ----
+
+namespace {
+
+// G in recognised_file_input.h's layout, with the oracle's verdict.
+void EmitGeneratedFile(SeedWriter& w, const qd::harness::FormatEntry& format, const char* target,
+                       const qd::harness::Generated& g) {
+  const Bytes input = qd::fuzz::RecognisedInput(g);
+  const qd::fuzz::RecognisedCase c = qd::fuzz::RecognisedCaseFromInput(input.data(), input.size());
+  w.Write(target, Verdict(format.oracle_read({c.file.data(), c.file.size()}, "input.safetensors", c.configs)),
+          input);
+}
+
+}  // namespace
 
 void GeneratedFileSeeds(SeedWriter& w, const char* format, const char* target) {
-  const qd::harness::FormatEntry& recognised = *qd::harness::FindFormat(format);
-  auto emit = [&](const qd::harness::Generated& g) {
-    const Bytes input = qd::fuzz::RecognisedInput(g);
-    const qd::fuzz::RecognisedCase c = qd::fuzz::RecognisedCaseFromInput(input.data(), input.size());
-    w.Write(target,
-            Verdict(recognised.oracle_read({c.file.data(), c.file.size()}, "input.safetensors", c.configs)),
-            input);
-  };
+  const qd::harness::FormatEntry& entry = *qd::harness::FindFormat(format);
   for (std::uint64_t seed = 1; seed <= 8; ++seed) {
     qd::harness::Rng rng(seed);
-    emit(recognised.generate_valid(rng));
+    EmitGeneratedFile(w, entry, target, entry.generate_valid(rng));
   }
-  for (const std::string& rule : recognised.violable_rules()) {
+  for (const std::string& rule : entry.violable_rules()) {
     for (std::uint64_t seed = 1; seed <= 3; ++seed) {
       qd::harness::Rng rng(seed);
-      emit(recognised.generate_violation(rule, rng));
+      EmitGeneratedFile(w, entry, target, entry.generate_violation(rule, rng));
     }
+  }
+  if (entry.fixed_instances != nullptr) {
+    for (const qd::harness::Generated& g : entry.fixed_instances()) EmitGeneratedFile(w, entry, target, g);
   }
 }
 

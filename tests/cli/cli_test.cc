@@ -784,6 +784,27 @@ TEST_F(CliTest, HelpOnEveryVerbExitsZero) {
   }
 }
 
+// Every verb with --format lists the formats the overview lists (the
+// registry's, FormatNames()), and those include the ten formats quantdiff
+// reads: a list written by hand went stale once (campaign named six).
+TEST_F(CliTest, HelpFormatListsNameEveryRegisteredFormat) {
+  const std::string overview = Quantdiff({"--help"}).out;
+  const std::size_t line = overview.find("\nformats: ");
+  ASSERT_NE(line, std::string::npos) << overview;
+  const std::size_t begin = line + std::string("\nformats: ").size();
+  const std::string names = overview.substr(begin, overview.find('\n', begin) - begin);
+  for (const char* format :
+       {"gguf", "rbq", "bnb", "recognised", "ggml_st", "awq", "gptq", "fp8", "pt", "safetensors"}) {
+    EXPECT_NE((", " + names + ",").find(std::string(", ") + format + ","), std::string::npos) << format << ": " << names;
+  }
+  for (const std::string verb : {"check", "decode", "diff", "campaign", "export-vectors", "test-impl"}) {
+    const std::string help = Quantdiff({verb, "--help"}).out;
+    EXPECT_NE(help.find("--format"), std::string::npos) << verb;
+    EXPECT_NE(help.find(names), std::string::npos) << verb << ":\n" << help;
+    EXPECT_EQ(help.find("{formats}"), std::string::npos) << verb;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // rules, campaign, export-vectors
 

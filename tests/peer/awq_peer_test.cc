@@ -83,6 +83,19 @@ qd::codec::AwqFormat FormatOf(const std::string& version) {
   return qd::codec::AwqFormat::kGemm;
 }
 
+// Every kernel (codecs/kernels.h: scalar, and AVX2 for GEMM, GEMV and
+// GEMV_FAST) decodes the one layer of R to the case's dequant bit for bit.
+void ExpectEveryKernelGivesTheDequant(const qd::codec::AwqResult& r, const std::vector<std::uint8_t>& expected) {
+  ASSERT_EQ(r.layers.size(), 1u);
+  const qd::codec::AwqLayerView view = qd::codec::ViewOf(r, r.layers[0]);
+  const std::vector<float> dequant = FloatsReadByTheTests(expected, "dequant");
+  for (qd::codec::Kernel kernel : qd::codec::AvailableKernels()) {
+    std::vector<float> rows(static_cast<std::size_t>(view.out_features * view.in_features));
+    qd::codec::AwqDequantizeRows(view, 0, view.out_features, rows.data(), kernel);
+    EXPECT_EQ(FirstDifference(rows, dequant), "") << qd::codec::KernelName(kernel);
+  }
+}
+
 class AwqPeer : public testing::TestWithParam<Case> {};
 
 TEST_P(AwqPeer, Case) {
@@ -139,13 +152,7 @@ TEST_P(AwqPeer, Case) {
   const qd::DecodedTensor& w = *by_name[prefix + "weight"];
   EXPECT_EQ(w.shape, (std::vector<std::uint64_t>{static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(k)}));
   EXPECT_EQ(FirstDifference(w.values, FloatsReadByTheTests(expected->bytes, "dequant")), "");
-  // Every kernel (codecs/kernels.h; AVX2 runs the GEMM cases) gives the dequant bit for bit.
-  for (qd::codec::Kernel kernel : qd::codec::AvailableKernels()) {
-    std::vector<float> rows(static_cast<std::size_t>(n * k));
-    qd::codec::AwqDequantizeRows(qd::codec::ViewOf(r, layer), 0, n, rows.data(), kernel);
-    EXPECT_EQ(FirstDifference(rows, FloatsReadByTheTests(expected->bytes, "dequant")), "")
-        << qd::codec::KernelName(kernel);
-  }
+  ExpectEveryKernelGivesTheDequant(r, expected->bytes);
   if (bias) {
     ASSERT_TRUE(by_name.count(prefix + "bias"));
     EXPECT_EQ(FirstDifference(by_name[prefix + "bias"]->values,
@@ -312,6 +319,7 @@ TEST_P(AwqPeerLlmAwq, DecodesAsTheGemvFastCase) {
   ASSERT_EQ(o.tensors.size(), 1u);  // scaled_zeros consumed
   EXPECT_EQ(o.tensors[0].name, prefix + "weight");
   EXPECT_EQ(FirstDifference(o.tensors[0].values, FloatsReadByTheTests(expected->bytes, "dequant")), "");
+  ExpectEveryKernelGivesTheDequant(r, expected->bytes);
 
   const qd::codec::AwqResult names_alone = qd::codec::ReadAwq(file->View(), path, tagged);
   ASSERT_TRUE(names_alone.refused);
