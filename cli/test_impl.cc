@@ -489,12 +489,8 @@ bool ParseOptions(const std::vector<std::string>& argv, Options* o, std::string*
   o->out = args.Get("out").value_or("");
   o->explicit_formats = args.Has("format");
   if (auto list = args.Get("format")) {
-    std::stringstream names(*list);
-    for (std::string name; std::getline(names, name, ',');) {
-      const qd::harness::FormatEntry* f = FormatByName(name, error);
-      if (f == nullptr) return false;
-      o->formats.push_back(f);
-    }
+    o->formats = ParseFormatList(*list, error);
+    if (o->formats.empty()) return false;
   } else {
     for (const qd::harness::FormatEntry& f : qd::harness::Formats()) o->formats.push_back(&f);
   }

@@ -330,6 +330,65 @@ TEST(TestImplModule, AModuleOfAnotherAbiOrNoModuleIsAnErrorAndBothWaysAtOnceAUsa
   EXPECT_EQ(Quantdiff({"test-impl", "--module", QD_GARBAGE_MODULE, "--cmd", "true {input} {output}"}).exit_code, 2);
 }
 
+// campaign --module: the modules decode every generated gguf instance beside
+// codec and oracle (issue 13 item 3). Two at once: quantdiff's own oracle as a
+// module never diverges; the garbage module's control (QD_GARBAGE unset: it
+// accepts every file with one tensor blk.0.weight [2] = {1, 2}) diverges on
+// every instance, each an invalid one it accepts (verdict) or a valid one
+// whose tensors are not its one (tensor count, shape or values), and its
+// divergences are grouped by signature with the bytes saved.
+TEST(TestImplModule, CampaignRunsEveryModuleBesideCodecAndOracleAndGroupsTheirDivergences) {
+  unsetenv("QD_GARBAGE");
+  const fs::path out = fs::path(QD_TEST_TMPDIR) / "campaign-modules";
+  fs::remove_all(out);
+  constexpr std::uint64_t kInstances = 30;
+  const Result r = Quantdiff({"campaign", "--format", "gguf", "--instances", std::to_string(kInstances), "--seed", "7",
+                              "--seconds", "120", "--module", QD_ORACLE_MODULE, "--module",
+                              std::string(QD_GARBAGE_MODULE) + "=gguf", "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  const Json doc = Json::parse(Slurp(out / "report.json"));
+  ASSERT_EQ(doc["instances"], kInstances);
+  ASSERT_EQ(doc["modules"].size(), 2u);
+  EXPECT_EQ(doc["modules"][0]["name"], "quantdiff-oracle-gguf");
+  EXPECT_EQ(doc["modules"][0]["decodes"], kInstances);
+  EXPECT_EQ(doc["modules"][0]["divergences"], 0u);
+  EXPECT_EQ(doc["modules"][1]["name"], "garbage");
+  EXPECT_EQ(doc["modules"][1]["formats"], Json::array({"gguf"}));
+  EXPECT_EQ(doc["modules"][1]["decodes"], kInstances);
+  EXPECT_EQ(doc["modules"][1]["divergences"], kInstances);
+  EXPECT_EQ(doc["divergences"], kInstances);  // codec and oracle agree: every one is the garbage module's
+  std::uint64_t counted = 0;
+  std::set<std::string> kinds;
+  for (const Json& d : doc["divergence_signatures"]) {
+    const std::string signature = d["signature"];
+    ASSERT_EQ(signature.rfind("DIFF:gguf:module:garbage:", 0), 0u) << signature;
+    const std::size_t kind_begin = std::string("DIFF:gguf:module:garbage:").size();
+    kinds.insert(signature.substr(kind_begin, signature.find(':', kind_begin) - kind_begin));
+    counted += d["count"].get<std::uint64_t>();
+    ASSERT_FALSE(d["files"].empty()) << signature;
+    EXPECT_TRUE(fs::is_regular_file(out / d["files"][0].get<std::string>())) << d["files"][0];
+  }
+  EXPECT_EQ(counted, kInstances);
+  EXPECT_LT(doc["divergence_signatures"].size(), kInstances);  // deduplicated
+  EXPECT_TRUE(kinds.count("verdict")) << r.out;
+  EXPECT_TRUE(kinds.count("tensor") || kinds.count("bytes")) << r.out;
+  const std::string summary = Slurp(out / "summary.txt");
+  EXPECT_NE(summary.find("DIFF:gguf:module:garbage:verdict:GGUF-"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("quantdiff-oracle-gguf"), std::string::npos) << summary;
+
+  // A module given a format the run does not have, or a library that is no
+  // module, is a usage error before anything runs.
+  EXPECT_EQ(Quantdiff({"campaign", "--format", "gguf", "--instances", "1", "--module",
+                       std::string(QD_ORACLE_MODULE) + "=safetensors", "--out", (out / "x").string()})
+                .exit_code,
+            2);
+  EXPECT_EQ(Quantdiff({"campaign", "--format", "gguf", "--instances", "1", "--module", "/nonexistent/x.so", "--out",
+                       (out / "y").string()})
+                .exit_code,
+            2);
+  EXPECT_FALSE(fs::exists(out / "x"));
+}
+
 #ifdef QD_GGML_MODULE
 // The shape of every tensor an exported vector's expected output holds (its
 // safetensors header, read here).
