@@ -48,6 +48,7 @@ extern const std::string_view kTestImplHelp =
     "                               (after an optional 'FILE:') not followed by\n"
     "                               'warning', the first such must be the vector's\n"
     "                               refusing rule\n"
+    "A model_dir vector is a directory (docs/model_dir.md): {input} is its folder.\n"
     "A vector that format detection gives to another format (a .gguf vector with\n"
     "a broken magic reads as safetensors) conforms when read as either.\n"
     "Anything else is reported per vector as what it is: accepted-invalid,\n"
@@ -66,7 +67,8 @@ extern const std::string_view kTestImplHelp =
     "                    hold up (bad pointers, counts, names, rule IDs) is\n"
     "                    garbage. --timeout does not apply: a module that hangs\n"
     "                    or crashes takes quantdiff with it\n"
-    "  --format LIST     comma-separated formats (default: every format)\n"
+    "  --format LIST     comma-separated formats, model_dir for the directories\n"
+    "                    (default: every format, and model_dir with --cmd)\n"
     "  --only TCID       one vector (with a single --format): the reproducer\n"
     "  --timeout SECONDS per run (default 10)\n"
     "  --jobs N          runs at once (default 1)\n"
@@ -133,7 +135,7 @@ struct Verdict {
 };
 
 struct Run {
-  const qd::harness::FormatEntry* entry = nullptr;
+  const qd::harness::FormatEntry* entry = nullptr;  // null for a directory vector
   std::string format;
   const TestVector* vector = nullptr;
   Verdict verdict;
@@ -261,10 +263,11 @@ Verdict CompareTensors(const std::vector<qd::DecodedTensor>& got_tensors, const 
 // (a .gguf vector with a broken magic reads as safetensors) may also be
 // read as that format: a reader dedicated to the vector's format and one
 // that detects are both right (docs: README "Which format a file is").
-std::vector<Expectation> Expectations(const qd::harness::FormatEntry& format, const TestVector& v) {
-  std::vector<Expectation> out = {v.exported ? *v.exported : ExpectationOf(format, v.oracle, v)};
+std::vector<Expectation> Expectations(const qd::harness::FormatEntry* format, const TestVector& v) {
+  std::vector<Expectation> out = {v.exported ? *v.exported : VectorExpectation(format, v)};
+  if (v.directory) return out;  // a directory is one reading: no detection
   const qd::harness::FormatEntry& detected = qd::harness::OracleDetectFormat(qd::ByteView{v.bytes.data(), v.bytes.size()});
-  if (detected.name != format.name) {
+  if (detected.name != format->name) {
     std::string error;
     const std::optional<qd::Outcome> other =
         SafeRead(detected.oracle_read, qd::ByteView{v.bytes.data(), v.bytes.size()}, v.file, v.side_files, &error);
@@ -414,12 +417,6 @@ std::string Substitute(const std::string& templ, const std::string& input, const
   return command;
 }
 
-bool WriteBytes(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  return static_cast<bool>(out);
-}
-
 struct Options {
   std::string command_template;
   std::string module_path;  // --module: a reader module instead of a command
@@ -432,6 +429,7 @@ struct Options {
   std::vector<const qd::harness::FormatEntry*> formats;
   std::string out;
   bool explicit_formats = false;  // --format given
+  bool model_dir = false;         // the directory vectors too (--format model_dir, or no --format)
   std::string vectors_dir;  // --vectors: an exported folder instead of the built-in set
 };
 
@@ -489,15 +487,32 @@ bool ParseOptions(const std::vector<std::string>& argv, Options* o, std::string*
   o->out = args.Get("out").value_or("");
   o->explicit_formats = args.Has("format");
   if (auto list = args.Get("format")) {
-    o->formats = ParseFormatList(*list, error);
-    if (o->formats.empty()) return false;
+    // model_dir names the directory vectors, not a registry format.
+    std::string files;
+    std::stringstream names(*list);
+    for (std::string name; std::getline(names, name, ',');) {
+      if (name == DirVectorFormat()) {
+        o->model_dir = true;
+      } else {
+        files += (files.empty() ? "" : ",") + name;
+      }
+    }
+    if (!files.empty() || !o->model_dir) {
+      o->formats = ParseFormatList(files, error);
+      if (o->formats.empty()) return false;
+    }
   } else {
     for (const qd::harness::FormatEntry& f : qd::harness::Formats()) o->formats.push_back(&f);
+    // A module reads one file (impl_module.h): directories are for commands.
+    o->model_dir = o->module_path.empty();
+  }
+  if (o->model_dir && !o->module_path.empty()) {
+    return *error = "--module reads files: the model_dir vectors (directories) need --cmd", false;
   }
   if (auto s = args.Get("only")) {
     std::uint64_t id = 0;
     if (!ParseUint(*s, &id) || id == 0) return *error = "--only needs a tcId (1, 2, ...), got '" + *s + "'", false;
-    if (o->formats.size() != 1) return *error = "--only needs exactly one --format", false;
+    if (o->formats.size() + (o->model_dir ? 1 : 0) != 1) return *error = "--only needs exactly one --format", false;
     o->only = id;
   }
   return true;
@@ -522,7 +537,17 @@ int RunTestImpl(const std::vector<std::string>& argv) {
       if (!BuildVectors(*f, o.count, o.seed, &list, &error)) return IoError("test-impl", error);
     } else if (o.explicit_formats || fs::exists(fs::path(o.vectors_dir) / (std::string(f->name) + ".json"))) {
       // Every format of the folder, or each one asked for (a missing JSON is then an error).
-      if (!LoadExportedVectors(o.vectors_dir, *f, &list, &error)) return IoError("test-impl", error);
+      if (!LoadExportedVectors(o.vectors_dir, f->name, &list, &error)) return IoError("test-impl", error);
+    }
+  }
+  if (o.model_dir) {
+    // The directory vectors, under their own name and no registry entry.
+    auto& [entry, list] = vectors[std::string(DirVectorFormat())];
+    const bool exported = fs::exists(fs::path(o.vectors_dir) / (std::string(DirVectorFormat()) + ".json"));
+    if (o.vectors_dir.empty()) {
+      if (!BuildDirVectors(o.count, o.seed, &list, &error)) return IoError("test-impl", error);
+    } else if (o.explicit_formats || exported) {
+      if (!LoadExportedVectors(o.vectors_dir, DirVectorFormat(), &list, &error)) return IoError("test-impl", error);
     }
   }
   for (const auto& [format, built] : vectors) {
@@ -564,10 +589,10 @@ int RunTestImpl(const std::vector<std::string>& argv) {
     const fs::path input = scratch / "in" / v.file;
     const fs::path run_dir = scratch / "run" / (run.format + "-" + std::to_string(v.tc_id));
     std::error_code ec;
-    fs::create_directories(input.parent_path(), ec);
     fs::create_directories(run_dir, ec);
-    bool written = !ec && WriteBytes(input, v.bytes);
-    for (const qd::SideFile& side : v.side_files) written = written && WriteBytes(scratch / "in" / side.name, side.bytes);
+    bool written = !ec;
+    std::string write_error;
+    for (const BundleMember& m : FilesOf(v)) written = written && WriteNewMember((scratch / "in").string(), m, &write_error);
     if (!written) return std::nullopt;
     const std::string output = (run_dir / "output.safetensors").string();
     const ProcessResult r =
@@ -579,7 +604,7 @@ int RunTestImpl(const std::vector<std::string>& argv) {
     for (std::size_t i = next++; i < runs.size(); i = next++) {
       Run& run = runs[i];
       const TestVector& v = *run.vector;
-      const std::vector<Expectation> wants = Expectations(*run.entry, v);
+      const std::vector<Expectation> wants = Expectations(run.entry, v);
       std::optional<Answer> answer;
       if (module) {
         answer = AnswerOfModule(

@@ -328,6 +328,8 @@ TEST(TestImplModule, AModuleOfAnotherAbiOrNoModuleIsAnErrorAndBothWaysAtOnceAUsa
   EXPECT_EQ(Quantdiff({"test-impl", "--module", QUANTDIFF_BIN, "--format", "gguf"}).exit_code, 2);  // no entry
   EXPECT_EQ(Quantdiff({"test-impl", "--module", "/nonexistent/x.so"}).exit_code, 2);
   EXPECT_EQ(Quantdiff({"test-impl", "--module", QD_GARBAGE_MODULE, "--cmd", "true {input} {output}"}).exit_code, 2);
+  // A module reads files; the model_dir vectors are directories.
+  EXPECT_EQ(Quantdiff({"test-impl", "--module", QD_ORACLE_MODULE, "--format", "gguf,model_dir"}).exit_code, 2);
 }
 
 // campaign --module: the modules decode every generated gguf instance beside
