@@ -168,6 +168,7 @@ int RunExportVectors(const std::vector<std::string>& args);
 int RunConvert(const std::vector<std::string>& args);
 int RunRules(const std::vector<std::string>& args);
 int RunTestImpl(const std::vector<std::string>& args);
+int RunReportMerge(const std::vector<std::string>& args);
 extern const std::string_view kCheckHelp;
 extern const std::string_view kDecodeHelp;
 extern const std::string_view kDiffHelp;
@@ -176,6 +177,7 @@ extern const std::string_view kExportVectorsHelp;
 extern const std::string_view kConvertHelp;
 extern const std::string_view kRulesHelp;
 extern const std::string_view kTestImplHelp;
+extern const std::string_view kReportMergeHelp;
 
 }  // namespace qd::cli
 

@@ -281,6 +281,11 @@ TEST(TestImpl, UsageErrorsExitTwo) {
   EXPECT_EQ(Quantdiff({"test-impl", "--cmd", "true {input} {output}", "--timeout", "0"}).exit_code, 2);
   EXPECT_EQ(Quantdiff({"test-impl", "--cmd", "true {input} {output}", "--vectors", "x", "--seed", "2"}).exit_code, 2);
   EXPECT_EQ(Quantdiff({"export-vectors", "--gzip"}).exit_code, 2);  // --gzip needs --out
+  // report-merge takes test-impl JSON reports only.
+  EXPECT_EQ(Quantdiff({"report-merge"}).exit_code, 2);
+  EXPECT_EQ(Quantdiff({"report-merge", "/nonexistent/a.json"}).exit_code, 2);
+  EXPECT_EQ(Quantdiff({"report-merge", fs::path(QD_SOURCE_DIR) / "corpus" / "vectors" / "rbq.json"}).exit_code, 2);
+  EXPECT_EQ(Quantdiff({"report-merge", "x.json", "--report", "sarif"}).exit_code, 2);
 }
 
 // test-impl --module (interface/quantdiff/impl_module.h): a reader run
@@ -654,6 +659,37 @@ TEST(TestImplReports, HtmlLoadsInChromiumWithNoConsoleMessageAndShowsTheMatrixAn
   const std::string check_dom = load(CheckReport("html"), &log);
   EXPECT_EQ(log.find(":CONSOLE"), std::string::npos) << log;
   EXPECT_EQ(Occurrences(check_dom, "<table id=\"matrix\""), 1u);
+
+  // report-merge's page: rules x implementations, the broken decoder beside
+  // quantdiff's own decode on the rbq vectors. Quantdiff's column passes
+  // every group; the broken one fails (wholly or partly) exactly the groups
+  // holding an accepted vector, and a hostile implementation name stays text.
+  const fs::path good = Scratch("good.json");
+  fs::remove(good);
+  ASSERT_EQ(Quantdiff({"test-impl", "--cmd", Quote(QUANTDIFF_BIN) + " decode {input} --out {output}", "--format",
+                       "rbq", "--report", "json", "--out", good.string()})
+                .exit_code,
+            0);
+  const fs::path merged = Scratch("merged.html");
+  fs::remove(merged);
+  ASSERT_EQ(Quantdiff({"report-merge", "<img src=x onerror=console.error(3)>=" + BrokenReport("json").string(),
+                       "quantdiff=" + good.string(), "--report", "html", "--out", merged.string()})
+                .exit_code,
+            0);
+  std::set<std::string> groups, failing_groups;
+  for (const auto& [id, v] : ExportedVectors("rbq")) {
+    groups.insert(v.rule);
+    if (failing.count(id)) failing_groups.insert(v.rule);
+  }
+  const std::string merged_dom = load(merged, &log);
+  EXPECT_EQ(log.find(":CONSOLE"), std::string::npos) << log;
+  EXPECT_EQ(Occurrences(merged_dom, "<table id=\"impl-matrix\""), 1u) << merged_dom.substr(0, 2000);
+  EXPECT_EQ(Occurrences(merged_dom, "<td class=\"pf "), 2 * groups.size());
+  EXPECT_EQ(Occurrences(merged_dom, "<td class=\"pf o-pass\""), 2 * groups.size() - failing_groups.size());
+  EXPECT_EQ(Occurrences(merged_dom, "<td class=\"pf o-fail\"") + Occurrences(merged_dom, "<td class=\"pf o-mixed\""),
+            failing_groups.size());
+  EXPECT_EQ(merged_dom.find("<img"), std::string::npos);
+  EXPECT_NE(merged_dom.find("&lt;img src=x onerror=console.error(3)&gt;"), std::string::npos);
 }
 #endif  // QD_REPORT_TOOLS
 
