@@ -14,6 +14,7 @@
 #include "cli/embedded_files.h"
 #include "cli/vector_bundle.h"
 #include "cli/vector_set.h"
+#include "generators/generators.h"
 #include "reports/escape.h"
 #include "reports/report.h"
 #include "reports/rules.h"
@@ -53,6 +54,8 @@ extern const std::string_view kExportVectorsHelp =
     "                 (required), instead of a folder: `tar -xzf` gives the folder\n"
     "  --count N      tests per group (default 4)\n"
     "  --seed S       generator seed (default 1)\n"
+    "  --pt-shape torch-1.13  the pt files as torch 1.13's torch.save writes a state\n"
+    "                 dict (test-impl --help; needs --out)\n"
     "  --format NAME  only this format (rbq, bnb, recognised, gptq, pt, safetensors,\n"
     "                 ..., model_dir)\n"
     "\n"
@@ -148,10 +151,6 @@ bool RemoveEarlierExport(const std::filesystem::path& out_dir, const std::string
     ::rmdir(folder->c_str());  // only when empty: anything else stays
   }
   return true;
-}
-
-std::string AsString(const std::vector<std::uint8_t>& bytes) {
-  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
 // Wycheproof's notes: what a flag means, which kind of bug a reader that
@@ -435,7 +434,7 @@ int RunExportVectors(const std::vector<std::string>& argv) {
   Args args;
   std::string error;
   if (!ParseArgs(argv, {{"out", true}, {"count", true}, {"seed", true}, {"format", true},
-                        {"gzip", false}},
+                        {"gzip", false}, {"pt-shape", true}},
                  &args, &error)) {
     return UsageError("export-vectors", error);
   }
@@ -461,6 +460,14 @@ int RunExportVectors(const std::vector<std::string>& argv) {
   } else {
     for (const qd::harness::FormatEntry& f : qd::harness::Formats()) formats.push_back(&f);
     formats.push_back(nullptr);
+  }
+  if (auto shape = args.Get("pt-shape")) {
+    if (*shape != "torch-1.13" && *shape != "default") {
+      return UsageError("export-vectors", "--pt-shape takes torch-1.13 or default, got '" + *shape + "'");
+    }
+    // The committed corpus/vectors are the default shape: another goes elsewhere.
+    if (*shape == "torch-1.13" && !args.Get("out")) return UsageError("export-vectors", "--pt-shape torch-1.13 needs --out");
+    qd::gen::SetPtTorch113Shape(*shape == "torch-1.13");
   }
   const bool gzip = args.Has("gzip");
   if (gzip && !args.Get("out")) return UsageError("export-vectors", "--gzip needs --out BUNDLE.tar.gz");

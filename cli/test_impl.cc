@@ -20,6 +20,7 @@
 #include "cli/vector_folder.h"
 #include "cli/vector_set.h"
 #include "codecs/safetensors.h"
+#include "generators/generators.h"
 #include "reports/conformance.h"
 #include "reports/writers.h"
 #include "thirdparty/impl_module/module_loader.h"
@@ -82,6 +83,11 @@ extern const std::string_view kTestImplHelp =
     "  --out FILE        write the report to FILE (default standard output)\n"
     "  --count N, --seed S  the vectors' generation (default 4 and 1, as\n"
     "                    export-vectors)\n"
+    "  --pt-shape torch-1.13  build the pt vectors as torch 1.13's torch.save\n"
+    "                    writes a state dict (protocol 2, the 6-item\n"
+    "                    _rebuild_tensor_v2, requires_grad False on integer\n"
+    "                    tensors, no float values), so torch 1.13 is judged on\n"
+    "                    files it can read; the same models and tcIds otherwise\n"
     "  --vectors DIR     the vectors of DIR, as `export-vectors --out DIR` wrote them\n"
     "                    (every FORMAT.json there, or those --format names), judged by\n"
     "                    the results and expected outputs recorded there; a file whose\n"
@@ -431,6 +437,7 @@ struct Options {
   bool explicit_formats = false;  // --format given
   bool model_dir = false;         // the directory vectors too (--format model_dir, or no --format)
   std::string vectors_dir;  // --vectors: an exported folder instead of the built-in set
+  bool torch113 = false;    // --pt-shape torch-1.13 (generators.h SetPtTorch113Shape)
 };
 
 std::string Reproducer(const Options& o, const Run& run) {
@@ -441,6 +448,7 @@ std::string Reproducer(const Options& o, const Run& run) {
   if (!o.vectors_dir.empty()) line += " --vectors " + ShellQuote(o.vectors_dir);
   if (o.count != 4) line += " --count " + std::to_string(o.count);
   if (o.seed != 1) line += " --seed " + std::to_string(o.seed);
+  if (o.torch113) line += " --pt-shape torch-1.13";
   return line;
 }
 
@@ -448,15 +456,21 @@ bool ParseOptions(const std::vector<std::string>& argv, Options* o, std::string*
   Args args;
   if (!ParseArgs(argv, {{"cmd", true}, {"module", true}, {"format", true}, {"only", true}, {"timeout", true},
                         {"jobs", true}, {"report", true}, {"out", true}, {"count", true},
-                        {"seed", true}, {"vectors", true}},
+                        {"seed", true}, {"vectors", true}, {"pt-shape", true}},
                  &args, error)) {
     return false;
   }
   if (!args.positional.empty()) return *error = "takes no file arguments (got '" + args.positional[0] + "')", false;
   o->vectors_dir = args.Get("vectors").value_or("");
   if (args.Has("vectors") && o->vectors_dir.empty()) return *error = "--vectors needs a folder", false;
-  if (!o->vectors_dir.empty() && (args.Has("count") || args.Has("seed"))) {
-    return *error = "--count and --seed make the built-in vectors; an exported folder has its own", false;
+  if (!o->vectors_dir.empty() && (args.Has("count") || args.Has("seed") || args.Has("pt-shape"))) {
+    return *error = "--count, --seed and --pt-shape make the built-in vectors; an exported folder has its own", false;
+  }
+  if (auto shape = args.Get("pt-shape")) {
+    if (*shape != "torch-1.13" && *shape != "default") {
+      return *error = "--pt-shape takes torch-1.13 or default, got '" + *shape + "'", false;
+    }
+    o->torch113 = *shape == "torch-1.13";
   }
   const std::optional<std::string> cmd = args.Get("cmd");
   o->module_path = args.Get("module").value_or("");
@@ -525,6 +539,8 @@ int RunTestImpl(const std::vector<std::string>& argv) {
   std::string error;
   if (!ParseOptions(argv, &o, &error)) return UsageError("test-impl", error);
 
+  // The .pt files as torch 1.13 writes them, for this run's vectors only.
+  qd::gen::SetPtTorch113Shape(o.torch113);
   // By format name (the report's order; a format named twice runs once),
   // each with its registry entry.
   std::map<std::string, std::pair<const qd::harness::FormatEntry*, std::vector<TestVector>>> vectors;
@@ -550,6 +566,7 @@ int RunTestImpl(const std::vector<std::string>& argv) {
       if (!LoadExportedVectors(o.vectors_dir, DirVectorFormat(), &list, &error)) return IoError("test-impl", error);
     }
   }
+  qd::gen::SetPtTorch113Shape(false);
   for (const auto& [format, built] : vectors) {
     for (const TestVector& v : built.second) {
       if (!o.only || *o.only == v.tc_id) runs.push_back({built.first, format, &v, {}, {}, {}});
