@@ -12,18 +12,20 @@
 #include <system_error>
 
 #include "cli/common.h"
+#include "cli/module_compare.h"
 #include "cli/progress_line.h"
 #include "harness/differ.h"
 #include "reports/escape.h"
 #include "reports/report.h"
 #include "reports/rules.h"
 #include "reports/writers.h"
+#include "thirdparty/impl_module/module_loader.h"
 
 namespace qd::cli {
 
 extern const std::string_view kCampaignHelp =
     "usage: quantdiff campaign [--seconds N] [--seed S] [--out DIR] [--format NAME]\n"
-    "                          [--instances N]\n"
+    "                          [--instances N] [--module LIBRARY.so[=FORMAT,...]]...\n"
     "\n"
     "Generates instances of every registered format for N seconds: in turn a\n"
     "valid instance and an instance built to break one rule, round-robin over\n"
@@ -40,6 +42,11 @@ extern const std::string_view kCampaignHelp =
     "<signature>-<crc32>.safetensors (.pt for torch files; an instance that\n"
     "comes with config files is the folder <signature>-<crc32>/ holding\n"
     "model.safetensors beside them); `quantdiff diff FILE` replays one.\n"
+    "With --module, every instance of a format the module is given is also\n"
+    "decoded by the module (interface/quantdiff/impl_module.h) and compared with\n"
+    "what `quantdiff decode` makes of the oracle's reading, as test-impl judges:\n"
+    "verdict, stated rule, every tensor bit for bit. Its divergences are counted\n"
+    "and saved like the codec's, under DIFF:<format>:module:<name>:<kind>:<part>.\n"
     "A progress line goes to standard error about once a second; Ctrl-C stops\n"
     "early and still writes the summary.\n"
     "\n"
@@ -53,6 +60,10 @@ extern const std::string_view kCampaignHelp =
     "  --format NAME  only this format (repeat with commas: a,b); NAME is one of\n"
     "                 {formats}\n"
     "  --instances N  stop after N instances even if time remains\n"
+    "  --module LIBRARY.so[=FORMAT,...]\n"
+    "                 a reader module run in-process on the instances of the\n"
+    "                 formats named (default: every format of the run); repeat\n"
+    "                 for several modules\n"
     "\n"
     "exit: 0 no divergence and no expectation failure, 1 otherwise,\n"
     "      2 usage error or unwritable --out\n";
@@ -115,6 +126,17 @@ class Campaign {
     qd::reports::FormatCounts counts;
     counts.name = std::string(f.name);
     stats_.formats.push_back(std::move(counts));
+  }
+
+  // MODULE decodes every instance of FORMATS (registry names) from now on.
+  void AddModule(qd::impl::Module module, std::vector<std::string> formats) {
+    qd::reports::ModuleCounts counts;
+    counts.name = module.name();
+    counts.version = module.version();
+    counts.path = module.path();
+    counts.formats = std::move(formats);
+    stats_.modules.push_back(std::move(counts));
+    modules_.push_back(std::move(module));
   }
 
   void Run(double seconds, std::uint64_t max_instances) {
@@ -213,6 +235,17 @@ class Campaign {
     if (auto d = qd::harness::Compare(*codec, *oracle, format.name)) {
       Record(qd::reports::Problem::Kind::kDivergence, d->signature,
              d->detail + " [" + in.generated.description + "]", in, counts, rule_counts);
+    }
+    for (std::size_t m = 0; m < modules_.size(); ++m) {
+      qd::reports::ModuleCounts& module_counts = stats_.modules[m];
+      const std::vector<std::string>& given = module_counts.formats;
+      if (std::find(given.begin(), given.end(), format.name) == given.end()) continue;
+      ++module_counts.decodes;
+      if (auto d = CompareModule(modules_[m], format, bytes, name, in.generated.side_files, *oracle)) {
+        ++module_counts.divergences;
+        Record(qd::reports::Problem::Kind::kDivergence, d->signature,
+               d->detail + " [" + in.generated.description + "]", in, counts, rule_counts);
+      }
     }
     if (mutant) return;  // no expectation: a mutant may be valid or not
     const std::string codec_miss = Miss(*codec, rule, warning_rule);
@@ -376,6 +409,7 @@ class Campaign {
   std::string out_dir_;
   qd::reports::CampaignStats stats_;
   std::vector<FormatState> states_;
+  std::vector<qd::impl::Module> modules_;  // stats_.modules counts them, index for index
   std::map<std::string, std::size_t> index_;  // signature -> stats_.problems
   std::uint64_t last_divergence_ = 0;   // index + 1 of the last counted instance
   std::uint64_t last_expectation_ = 0;
@@ -428,7 +462,7 @@ int RunCampaign(const std::vector<std::string>& argv) {
   std::string error;
   if (!ParseArgs(argv,
                  {{"seconds", true}, {"seed", true}, {"out", true}, {"format", true},
-                  {"instances", true}},
+                  {"instances", true}, {"module", true}},
                  &args, &error)) {
     return UsageError("campaign", error);
   }
@@ -454,16 +488,33 @@ int RunCampaign(const std::vector<std::string>& argv) {
   }
   std::vector<const qd::harness::FormatEntry*> formats;
   if (auto names = args.Get("format")) {
-    std::size_t begin = 0;
-    while (begin <= names->size()) {
-      const std::size_t comma = std::min(names->find(',', begin), names->size());
-      const qd::harness::FormatEntry* f = FormatByName(names->substr(begin, comma - begin), &error);
-      if (f == nullptr) return UsageError("campaign", error);
-      if (std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
-      begin = comma + 1;
-    }
+    formats = ParseFormatList(*names, &error);
+    if (formats.empty()) return UsageError("campaign", error);
   } else {
     for (const qd::harness::FormatEntry& f : qd::harness::Formats()) formats.push_back(&f);
+  }
+  // Each --module LIBRARY[=FORMAT,...]: opened now, so a module that does
+  // not load is a usage error before anything is written.
+  std::vector<std::pair<qd::impl::Module, std::vector<std::string>>> modules;
+  for (const std::string& given : args.GetAll("module")) {
+    const std::size_t eq = given.rfind('=');
+    const std::string path = given.substr(0, eq);
+    std::vector<std::string> module_formats;
+    if (eq == std::string::npos) {
+      for (const qd::harness::FormatEntry* f : formats) module_formats.emplace_back(f->name);
+    } else {
+      const std::vector<const qd::harness::FormatEntry*> named = ParseFormatList(given.substr(eq + 1), &error);
+      if (named.empty()) return UsageError("campaign", "--module " + given + ": " + error);
+      for (const qd::harness::FormatEntry* f : named) {
+        if (std::find(formats.begin(), formats.end(), f) == formats.end()) {
+          return UsageError("campaign", "--module " + given + ": the run has no format " + std::string(f->name));
+        }
+        module_formats.emplace_back(f->name);
+      }
+    }
+    std::optional<qd::impl::Module> module = qd::impl::Module::Open(path, &error);
+    if (!module) return UsageError("campaign", "--module " + path + ": " + error);
+    modules.emplace_back(std::move(*module), std::move(module_formats));
   }
   const std::string out_dir = args.Get("out").value_or("campaign-out");
   if (out_dir.empty()) return UsageError("campaign", "--out needs a directory name");
@@ -478,6 +529,10 @@ int RunCampaign(const std::vector<std::string>& argv) {
   for (const qd::harness::FormatEntry* f : formats) {
     campaign.AddFormat(*f);
     names += (names.empty() ? "" : ", ") + std::string(f->name);
+  }
+  for (auto& [module, module_formats] : modules) {
+    names += ", module " + module.name();
+    campaign.AddModule(std::move(module), std::move(module_formats));
   }
   std::fprintf(stderr, "quantdiff campaign: %s for %g s, seed %llu, output in %s/\n",
                names.c_str(), seconds, static_cast<unsigned long long>(seed),

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +22,11 @@ std::optional<std::string> Args::Get(const std::string& flag) const {
   auto it = values.find(flag);
   if (it == values.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<std::string> Args::GetAll(const std::string& flag) const {
+  auto it = repeated.find(flag);
+  return it == repeated.end() ? std::vector<std::string>{} : it->second;
 }
 
 bool ParseArgs(const std::vector<std::string>& argv, const std::vector<FlagSpec>& flags,
@@ -70,6 +76,7 @@ bool ParseArgs(const std::vector<std::string>& argv, const std::vector<FlagSpec>
       value = argv[++i];
     }
     out->values[name] = *value;
+    out->repeated[name].push_back(*value);
   }
   return true;
 }
@@ -165,6 +172,19 @@ const qd::harness::FormatEntry* FormatByName(std::string_view name, std::string*
   const qd::harness::FormatEntry* f = qd::harness::FindFormat(name);
   if (f == nullptr) *error = "unknown format '" + std::string(name) + "' (known: " + FormatNames() + ")";
   return f;
+}
+
+std::vector<const qd::harness::FormatEntry*> ParseFormatList(std::string_view names, std::string* error) {
+  std::vector<const qd::harness::FormatEntry*> formats;
+  std::size_t begin = 0;
+  while (begin <= names.size()) {
+    const std::size_t comma = std::min(names.find(',', begin), names.size());
+    const qd::harness::FormatEntry* f = FormatByName(names.substr(begin, comma - begin), error);
+    if (f == nullptr) return {};
+    if (std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
+    begin = comma + 1;
+  }
+  return formats;
 }
 
 bool ParseReportOptions(const Args& args, ReportOptions* options, std::string* error) {

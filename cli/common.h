@@ -51,10 +51,13 @@ struct FlagSpec {
 struct Args {
   std::vector<std::string> positional;
   std::map<std::string, std::string> values;  // the last of repeated flags wins
+  std::map<std::string, std::vector<std::string>> repeated;  // every value, in order
   std::set<std::string> switches;
 
   bool Has(const std::string& flag) const { return values.count(flag) || switches.count(flag); }
   std::optional<std::string> Get(const std::string& flag) const;
+  // Every value of a flag that may be given more than once (campaign --module).
+  std::vector<std::string> GetAll(const std::string& flag) const;
 };
 
 // "--flag value", "--flag=value" and "--switch"; "--" ends the flags. False
@@ -93,6 +96,9 @@ bool ParseSeconds(std::string_view text, double* out);
 
 // --format NAME: the registry entry, or nullptr with *error listing the names.
 const qd::harness::FormatEntry* FormatByName(std::string_view name, std::string* error);
+// The formats of a comma-separated list ("gguf,ggml_st"), each once, in the
+// order named; an empty list with *error at a name the registry does not hold.
+std::vector<const qd::harness::FormatEntry*> ParseFormatList(std::string_view names, std::string* error);
 // "rbq, safetensors".
 std::string FormatNames();
 
@@ -163,6 +169,7 @@ int RunExportVectors(const std::vector<std::string>& args);
 int RunConvert(const std::vector<std::string>& args);
 int RunRules(const std::vector<std::string>& args);
 int RunTestImpl(const std::vector<std::string>& args);
+int RunReportMerge(const std::vector<std::string>& args);
 extern const std::string_view kCheckHelp;
 extern const std::string_view kDecodeHelp;
 extern const std::string_view kDiffHelp;
@@ -171,6 +178,7 @@ extern const std::string_view kExportVectorsHelp;
 extern const std::string_view kConvertHelp;
 extern const std::string_view kRulesHelp;
 extern const std::string_view kTestImplHelp;
+extern const std::string_view kReportMergeHelp;
 
 }  // namespace qd::cli
 

@@ -14,6 +14,7 @@
 #include "cli/embedded_files.h"
 #include "cli/vector_bundle.h"
 #include "cli/vector_set.h"
+#include "generators/generators.h"
 #include "reports/escape.h"
 #include "reports/report.h"
 #include "reports/rules.h"
@@ -32,7 +33,11 @@ extern const std::string_view kExportVectorsHelp =
     "A test whose file comes with config files (GPTQ) is written as\n"
     "DIR/<format>/<tcId>/STEM.safetensors beside them, named so that config\n"
     "discovery there finds exactly them (docs/gptq.md section 1), listed under\n"
-    "configs. result and flags are the ORACLE's reading of the file, never the\n"
+    "configs. The model directories (docs/model_dir.md, format model_dir) are\n"
+    "folders DIR/model_dir/<tcId>/ whose entries the test lists (a subdirectory\n"
+    "holds a file 'placeholder'; a link out of the folder points at\n"
+    "DIR/model_dir/<tcId>.outside), with no crc32, sha256 or size of their own.\n"
+    "result and flags are the ORACLE's reading of the file, never the\n"
     "codec's: \"valid\" (accepted, no finding), \"acceptable\" (accepted with\n"
     "warnings) or \"invalid\" (refused); flags are the rule IDs it reported. A valid\n"
     "or acceptable test carries expectedOutput: DIR/<format>/<tcId>.expected.safetensors,\n"
@@ -49,8 +54,14 @@ extern const std::string_view kExportVectorsHelp =
     "                 (required), instead of a folder: `tar -xzf` gives the folder\n"
     "  --count N      tests per group (default 4)\n"
     "  --seed S       generator seed (default 1)\n"
-    "  --format NAME  only this format; NAME is one of\n"
-    "                 {formats}\n"
+    "  --pt-shape torch-1.13  the pt files as torch 1.13's torch.save writes a state
+"
+    "                 dict (test-impl --help; needs --out)
+"
+    "  --format NAME  only this format; NAME is one of
+"
+    "                 {formats}, model_dir
+"
     "\n"
     "exit: 0 written, 2 usage error or unwritable DIR\n";
 
@@ -107,10 +118,17 @@ bool RemoveEarlierExport(const std::filesystem::path& out_dir, const std::string
     if (!name.is_string() || !IsOwnVectorPath(name.get<std::string>(), format)) return;
     const std::filesystem::path p = out_dir / name.get<std::string>();
     std::error_code ignored;
-    if (std::filesystem::is_regular_file(std::filesystem::symlink_status(p, ignored))) {
+    const std::filesystem::file_status status = std::filesystem::symlink_status(p, ignored);
+    // A file, or a directory vector's link out of its folder (never followed).
+    if (std::filesystem::is_regular_file(status) || std::filesystem::is_symlink(status)) {
       std::filesystem::remove(p, ignored);
     }
-    if (p.parent_path() != out_dir / format) folders.insert(p.parent_path());
+    // Its folders up to FORMAT/ (a directory vector's subdirectory sits in
+    // the vector's folder).
+    for (std::filesystem::path up = p.parent_path(); up != out_dir / format && up.has_relative_path();
+         up = up.parent_path()) {
+      folders.insert(up);
+    }
   };
   for (const Json& group : doc["testGroups"]) {
     if (!group.is_object() || !group.contains("tests") || !group["tests"].is_array()) continue;
@@ -120,38 +138,23 @@ bool RemoveEarlierExport(const std::filesystem::path& out_dir, const std::string
       if (test.contains("configs") && test["configs"].is_array()) {
         for (const Json& c : test["configs"]) remove_listed(c);
       }
+      if (test.contains("entries") && test["entries"].is_array()) {
+        for (const Json& e : test["entries"]) {
+          if (e.is_object() && e.contains("path")) remove_listed(e["path"]);
+        }
+      }
+      if (test.contains("outside")) remove_listed(test["outside"]);
       if (test.contains("expectedOutput") && test["expectedOutput"].is_object() &&
           test["expectedOutput"].contains("file")) {
         remove_listed(test["expectedOutput"]["file"]);
       }
     }
   }
-  for (const std::filesystem::path& folder : folders) {
-    ::rmdir(folder.c_str());  // only when empty: anything else stays
+  // Deepest first (a set sorts a folder before what it holds).
+  for (auto folder = folders.rbegin(); folder != folders.rend(); ++folder) {
+    ::rmdir(folder->c_str());  // only when empty: anything else stays
   }
   return true;
-}
-
-// Writes one vector file; a file already at PATH is not ours (the earlier
-// export's files are gone by now) and is never replaced.
-bool WriteNewVectorFile(const std::filesystem::path& path, const std::string& bytes,
-                        std::string* error) {
-  std::error_code ec;
-  if (std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
-    *error = "refusing to replace " + path.string() +
-             ": it exists and is not listed by the earlier export's JSON";
-    return false;
-  }
-  std::filesystem::create_directories(path.parent_path(), ec);
-  if (ec) {
-    *error = "cannot create " + path.parent_path().string() + ": " + ec.message();
-    return false;
-  }
-  return WriteFileAtomic(path.string(), bytes, {}, error);
-}
-
-std::string AsString(const std::vector<std::uint8_t>& bytes) {
-  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
 // Wycheproof's notes: what a flag means, which kind of bug a reader that
@@ -228,20 +231,54 @@ void PutNamedFlags(const std::vector<qd::harness::VariantFlag>& flags, const cha
   (*test)[key] = std::move(names);
 }
 
+// A directory vector's entries as its test lists them: name, kind and the
+// path written for it (cli/vector_set.h FilesOf), with a regular entry's
+// size and SHA-256 and a link's target.
+Json EntriesJson(const TestVector& v) {
+  Json entries = Json::array();
+  for (const qd::gen::GeneratedDirFile& e : v.dir_entries) {
+    Json entry = Json::object();
+    entry["name"] = qd::reports::ValidUtf8(e.name);
+    const std::string path = v.file + "/" + e.name;
+    switch (e.kind) {
+      case qd::DirEntryKind::kRegular:
+        entry["kind"] = "regular";
+        entry["path"] = path;
+        entry["size"] = e.bytes.size();
+        entry["sha256"] = Sha256Hex(e.bytes.data(), e.bytes.size());
+        break;
+      case qd::DirEntryKind::kOther:
+        entry["kind"] = "other";
+        entry["path"] = path + "/placeholder";
+        break;
+      case qd::DirEntryKind::kEscaping:
+        entry["kind"] = "escaping";
+        entry["path"] = path;
+        entry["target"] = "../" + std::to_string(v.tc_id) + ".outside";
+        break;
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
 // The test object of V (its files appended to FILES) and the flags it names.
-Json TestJson(const qd::harness::FormatEntry& format, const TestVector& v,
+// FORMAT is V's format (null for a directory vector).
+Json TestJson(const qd::harness::FormatEntry* format, const TestVector& v,
               std::vector<ExportFile>* files, std::map<std::string, Json>* notes) {
   Json test = Json::object();
   test["tcId"] = v.tc_id;
   test["comment"] = qd::reports::ValidUtf8(v.comment);
   test["file"] = v.file;
-  files->push_back({v.file, AsString(v.bytes)});
+  const std::vector<BundleMember> written = FilesOf(v);
+  files->insert(files->end(), written.begin(), written.end());
+  if (v.directory) {
+    test["entries"] = EntriesJson(v);
+    if (!written.empty() && written.front().path.ends_with(".outside")) test["outside"] = written.front().path;
+  }
   if (!v.side_files.empty()) {
     Json configs = Json::array();
-    for (const qd::SideFile& side : v.side_files) {
-      configs.push_back(side.name);
-      files->push_back({side.name, AsString(side.bytes)});
-    }
+    for (const qd::SideFile& side : v.side_files) configs.push_back(side.name);
     test["configs"] = std::move(configs);
   }
   test["result"] = ResultOf(v.oracle);
@@ -253,19 +290,21 @@ Json TestJson(const qd::harness::FormatEntry& format, const TestVector& v,
   test["flags"] = std::move(flags);
   PutNamedFlags(v.variants, "variantFlags", VariantNote, &test, notes);
   PutNamedFlags(v.upstream, "upstreamFlags", UpstreamNote, &test, notes);
-  test["crc32"] = Crc32Hex(v.bytes.data(), v.bytes.size());
-  test["sha256"] = Sha256Hex(v.bytes.data(), v.bytes.size());
-  test["size"] = v.bytes.size();
+  if (!v.directory) {
+    test["crc32"] = Crc32Hex(v.bytes.data(), v.bytes.size());
+    test["sha256"] = Sha256Hex(v.bytes.data(), v.bytes.size());
+    test["size"] = v.bytes.size();
+  }
   if (!v.oracle.refused) {
     // What `quantdiff decode` writes for it: the oracle's tensors as the
     // decode writer lays them out, or decode's refusal.
-    const Expectation want = ExpectationOf(format, v.oracle, v);
+    const Expectation want = VectorExpectation(format, v);
     if (!want.refusal_rule.empty()) {
       test["decodeRefusal"] = want.refusal_rule;
       (*notes)[want.refusal_rule] = RuleNote(want.refusal_rule);
     } else {
       const std::string id = std::to_string(v.tc_id);
-      const std::string expected = std::string(format.name) + "/" + id + ".expected.safetensors";
+      const std::string expected = std::string(want.reader) + "/" + id + ".expected.safetensors";
       const auto* data = reinterpret_cast<const std::uint8_t*>(want.decoded_file.data());
       test["expectedOutput"] = Json{{"file", expected},
                                     {"size", want.decoded_file.size()},
@@ -276,13 +315,17 @@ Json TestJson(const qd::harness::FormatEntry& format, const TestVector& v,
   return test;
 }
 
-// Every file of FORMAT's export, FORMAT.json last.
-bool BuildFormatExport(const qd::harness::FormatEntry& format, std::uint64_t count,
+// Every file of FORMAT's export, FORMAT.json last; FORMAT null: the
+// directory vectors (model_dir).
+bool BuildFormatExport(const qd::harness::FormatEntry* format, std::uint64_t count,
                        std::uint64_t seed, std::vector<ExportFile>* files, FormatResult* result,
                        std::string* error) {
-  const std::string name(format.name);
+  const std::string name(format != nullptr ? format->name : DirVectorFormat());
   std::vector<TestVector> vectors;
-  if (!BuildVectors(format, count, seed, &vectors, error)) return false;
+  if (format != nullptr ? !BuildVectors(*format, count, seed, &vectors, error)
+                        : !BuildDirVectors(count, seed, &vectors, error)) {
+    return false;
+  }
 
   std::map<std::string, Json> notes;  // sorted by flag
   Json test_groups = Json::array();
@@ -347,7 +390,8 @@ bool WriteFormatFolder(const std::filesystem::path& out_dir, const std::string& 
                        const std::vector<ExportFile>& files, std::string* error) {
   if (!RemoveEarlierExport(out_dir, format, error)) return false;
   for (std::size_t i = 0; i + 1 < files.size(); ++i) {
-    if (!WriteNewVectorFile(out_dir / files[i].path, files[i].bytes, error)) return false;
+    // A file already there is not ours (the earlier export's are gone by now).
+    if (!WriteNewMember(out_dir, files[i], error)) return false;
   }
   return WriteFileAtomic((out_dir / files.back().path).string(), files.back().bytes, {}, error);
 }
@@ -372,6 +416,9 @@ bool WriteSchema(const std::filesystem::path& out_dir, const std::string& schema
   return WriteFileAtomic(path.string(), schema, {}, error);
 }
 
+// A format's name; the directory vectors' for null.
+std::string_view FormatName(const qd::harness::FormatEntry* f) { return f != nullptr ? f->name : DirVectorFormat(); }
+
 void PrintExported(const std::string& where, std::string_view format, const FormatResult& result) {
   std::printf("%s/%.*s.json: %llu tests\n", qd::reports::ForTerminal(where).c_str(),
               static_cast<int>(format.size()), format.data(),
@@ -391,7 +438,7 @@ int RunExportVectors(const std::vector<std::string>& argv) {
   Args args;
   std::string error;
   if (!ParseArgs(argv, {{"out", true}, {"count", true}, {"seed", true}, {"format", true},
-                        {"gzip", false}},
+                        {"gzip", false}, {"pt-shape", true}},
                  &args, &error)) {
     return UsageError("export-vectors", error);
   }
@@ -406,13 +453,25 @@ int RunExportVectors(const std::vector<std::string>& argv) {
   if (auto s = args.Get("seed"); s && !ParseUint(*s, &seed)) {
     return UsageError("export-vectors", "--seed needs an unsigned 64-bit integer, got '" + *s + "'");
   }
+  // The formats, then the model directories (null: the directory vectors).
   std::vector<const qd::harness::FormatEntry*> formats;
-  if (auto name = args.Get("format")) {
+  if (auto name = args.Get("format"); name && *name == DirVectorFormat()) {
+    formats.push_back(nullptr);
+  } else if (name) {
     const qd::harness::FormatEntry* f = FormatByName(*name, &error);
     if (f == nullptr) return UsageError("export-vectors", error);
     formats.push_back(f);
   } else {
     for (const qd::harness::FormatEntry& f : qd::harness::Formats()) formats.push_back(&f);
+    formats.push_back(nullptr);
+  }
+  if (auto shape = args.Get("pt-shape")) {
+    if (*shape != "torch-1.13" && *shape != "default") {
+      return UsageError("export-vectors", "--pt-shape takes torch-1.13 or default, got '" + *shape + "'");
+    }
+    // The committed corpus/vectors are the default shape: another goes elsewhere.
+    if (*shape == "torch-1.13" && !args.Get("out")) return UsageError("export-vectors", "--pt-shape torch-1.13 needs --out");
+    qd::gen::SetPtTorch113Shape(*shape == "torch-1.13");
   }
   const bool gzip = args.Has("gzip");
   if (gzip && !args.Get("out")) return UsageError("export-vectors", "--gzip needs --out BUNDLE.tar.gz");
@@ -425,10 +484,10 @@ int RunExportVectors(const std::vector<std::string>& argv) {
     std::vector<ExportFile> members = {{std::string(kSchemaName), schema}};
     for (const qd::harness::FormatEntry* f : formats) {
       FormatResult result;
-      if (!BuildFormatExport(*f, count, seed, &members, &result, &error)) {
+      if (!BuildFormatExport(f, count, seed, &members, &result, &error)) {
         return IoError("export-vectors", error);
       }
-      PrintExported(out, f->name, result);
+      PrintExported(out, FormatName(f), result);
     }
     std::string bundle;
     if (!GzipTarBundle(members, &bundle, &error) || !WriteOutput(out, bundle, {}, &error)) {
@@ -446,11 +505,11 @@ int RunExportVectors(const std::vector<std::string>& argv) {
   for (const qd::harness::FormatEntry* f : formats) {
     FormatResult result;
     std::vector<ExportFile> files;
-    if (!BuildFormatExport(*f, count, seed, &files, &result, &error) ||
-        !WriteFormatFolder(out, std::string(f->name), files, &error)) {
+    if (!BuildFormatExport(f, count, seed, &files, &result, &error) ||
+        !WriteFormatFolder(out, std::string(FormatName(f)), files, &error)) {
       return IoError("export-vectors", error);
     }
-    PrintExported(out, f->name, result);
+    PrintExported(out, FormatName(f), result);
   }
   return kExitOk;
 }

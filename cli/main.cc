@@ -139,6 +139,8 @@ const std::vector<Verb>& Verbs() {
        kExportVectorsHelp, &RunExportVectors},
       {"test-impl", "judge another implementation's reader by every vector (process protocol)",
        kTestImplHelp, &RunTestImpl},
+      {"report-merge", "several implementations' test-impl results side by side (rules x implementations)",
+       kReportMergeHelp, &RunReportMerge},
       {"rules", "print the rule catalogue", kRulesHelp, &RunRules},
       {"help", "print this overview or one verb's help", kHelpHelp, &RunHelp},
   };

@@ -20,6 +20,7 @@
 #include "cli/vector_folder.h"
 #include "cli/vector_set.h"
 #include "codecs/safetensors.h"
+#include "generators/generators.h"
 #include "reports/conformance.h"
 #include "reports/writers.h"
 #include "thirdparty/impl_module/module_loader.h"
@@ -48,6 +49,7 @@ extern const std::string_view kTestImplHelp =
     "                               (after an optional 'FILE:') not followed by\n"
     "                               'warning', the first such must be the vector's\n"
     "                               refusing rule\n"
+    "A model_dir vector is a directory (docs/model_dir.md): {input} is its folder.\n"
     "A vector that format detection gives to another format (a .gguf vector with\n"
     "a broken magic reads as safetensors) conforms when read as either.\n"
     "Anything else is reported per vector as what it is: accepted-invalid,\n"
@@ -66,8 +68,12 @@ extern const std::string_view kTestImplHelp =
     "                    hold up (bad pointers, counts, names, rule IDs) is\n"
     "                    garbage. --timeout does not apply: a module that hangs\n"
     "                    or crashes takes quantdiff with it\n"
-    "  --format LIST     comma-separated formats (default: every format) of\n"
-    "                    {formats}\n"
+    "  --format LIST     comma-separated formats of {formats},
+"
+    "                    model_dir for the directories (default: every format,
+"
+    "                    and model_dir with --cmd)
+"
     "  --only TCID       one vector (with a single --format): the reproducer\n"
     "  --timeout SECONDS per run (default 10)\n"
     "  --jobs N          runs at once (default 1)\n"
@@ -81,6 +87,11 @@ extern const std::string_view kTestImplHelp =
     "  --out FILE        write the report to FILE (default standard output)\n"
     "  --count N, --seed S  the vectors' generation (default 4 and 1, as\n"
     "                    export-vectors)\n"
+    "  --pt-shape torch-1.13  build the pt vectors as torch 1.13's torch.save\n"
+    "                    writes a state dict (protocol 2, the 6-item\n"
+    "                    _rebuild_tensor_v2, requires_grad False on integer\n"
+    "                    tensors, no float values), so torch 1.13 is judged on\n"
+    "                    files it can read; the same models and tcIds otherwise\n"
     "  --vectors DIR     the vectors of DIR, as `export-vectors --out DIR` wrote them\n"
     "                    (every FORMAT.json there, or those --format names), judged by\n"
     "                    the results and expected outputs recorded there; a file whose\n"
@@ -134,7 +145,7 @@ struct Verdict {
 };
 
 struct Run {
-  const qd::harness::FormatEntry* entry = nullptr;
+  const qd::harness::FormatEntry* entry = nullptr;  // null for a directory vector
   std::string format;
   const TestVector* vector = nullptr;
   Verdict verdict;
@@ -262,10 +273,11 @@ Verdict CompareTensors(const std::vector<qd::DecodedTensor>& got_tensors, const 
 // (a .gguf vector with a broken magic reads as safetensors) may also be
 // read as that format: a reader dedicated to the vector's format and one
 // that detects are both right (docs: README "Which format a file is").
-std::vector<Expectation> Expectations(const qd::harness::FormatEntry& format, const TestVector& v) {
-  std::vector<Expectation> out = {v.exported ? *v.exported : ExpectationOf(format, v.oracle, v)};
+std::vector<Expectation> Expectations(const qd::harness::FormatEntry* format, const TestVector& v) {
+  std::vector<Expectation> out = {v.exported ? *v.exported : VectorExpectation(format, v)};
+  if (v.directory) return out;  // a directory is one reading: no detection
   const qd::harness::FormatEntry& detected = qd::harness::OracleDetectFormat(qd::ByteView{v.bytes.data(), v.bytes.size()});
-  if (detected.name != format.name) {
+  if (detected.name != format->name) {
     std::string error;
     const std::optional<qd::Outcome> other =
         SafeRead(detected.oracle_read, qd::ByteView{v.bytes.data(), v.bytes.size()}, v.file, v.side_files, &error);
@@ -415,12 +427,6 @@ std::string Substitute(const std::string& templ, const std::string& input, const
   return command;
 }
 
-bool WriteBytes(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  return static_cast<bool>(out);
-}
-
 struct Options {
   std::string command_template;
   std::string module_path;  // --module: a reader module instead of a command
@@ -433,7 +439,9 @@ struct Options {
   std::vector<const qd::harness::FormatEntry*> formats;
   std::string out;
   bool explicit_formats = false;  // --format given
+  bool model_dir = false;         // the directory vectors too (--format model_dir, or no --format)
   std::string vectors_dir;  // --vectors: an exported folder instead of the built-in set
+  bool torch113 = false;    // --pt-shape torch-1.13 (generators.h SetPtTorch113Shape)
 };
 
 std::string Reproducer(const Options& o, const Run& run) {
@@ -444,6 +452,7 @@ std::string Reproducer(const Options& o, const Run& run) {
   if (!o.vectors_dir.empty()) line += " --vectors " + ShellQuote(o.vectors_dir);
   if (o.count != 4) line += " --count " + std::to_string(o.count);
   if (o.seed != 1) line += " --seed " + std::to_string(o.seed);
+  if (o.torch113) line += " --pt-shape torch-1.13";
   return line;
 }
 
@@ -451,15 +460,21 @@ bool ParseOptions(const std::vector<std::string>& argv, Options* o, std::string*
   Args args;
   if (!ParseArgs(argv, {{"cmd", true}, {"module", true}, {"format", true}, {"only", true}, {"timeout", true},
                         {"jobs", true}, {"report", true}, {"out", true}, {"count", true},
-                        {"seed", true}, {"vectors", true}},
+                        {"seed", true}, {"vectors", true}, {"pt-shape", true}},
                  &args, error)) {
     return false;
   }
   if (!args.positional.empty()) return *error = "takes no file arguments (got '" + args.positional[0] + "')", false;
   o->vectors_dir = args.Get("vectors").value_or("");
   if (args.Has("vectors") && o->vectors_dir.empty()) return *error = "--vectors needs a folder", false;
-  if (!o->vectors_dir.empty() && (args.Has("count") || args.Has("seed"))) {
-    return *error = "--count and --seed make the built-in vectors; an exported folder has its own", false;
+  if (!o->vectors_dir.empty() && (args.Has("count") || args.Has("seed") || args.Has("pt-shape"))) {
+    return *error = "--count, --seed and --pt-shape make the built-in vectors; an exported folder has its own", false;
+  }
+  if (auto shape = args.Get("pt-shape")) {
+    if (*shape != "torch-1.13" && *shape != "default") {
+      return *error = "--pt-shape takes torch-1.13 or default, got '" + *shape + "'", false;
+    }
+    o->torch113 = *shape == "torch-1.13";
   }
   const std::optional<std::string> cmd = args.Get("cmd");
   o->module_path = args.Get("module").value_or("");
@@ -490,19 +505,32 @@ bool ParseOptions(const std::vector<std::string>& argv, Options* o, std::string*
   o->out = args.Get("out").value_or("");
   o->explicit_formats = args.Has("format");
   if (auto list = args.Get("format")) {
+    // model_dir names the directory vectors, not a registry format.
+    std::string files;
     std::stringstream names(*list);
     for (std::string name; std::getline(names, name, ',');) {
-      const qd::harness::FormatEntry* f = FormatByName(name, error);
-      if (f == nullptr) return false;
-      o->formats.push_back(f);
+      if (name == DirVectorFormat()) {
+        o->model_dir = true;
+      } else {
+        files += (files.empty() ? "" : ",") + name;
+      }
+    }
+    if (!files.empty() || !o->model_dir) {
+      o->formats = ParseFormatList(files, error);
+      if (o->formats.empty()) return false;
     }
   } else {
     for (const qd::harness::FormatEntry& f : qd::harness::Formats()) o->formats.push_back(&f);
+    // A module reads one file (impl_module.h): directories are for commands.
+    o->model_dir = o->module_path.empty();
+  }
+  if (o->model_dir && !o->module_path.empty()) {
+    return *error = "--module reads files: the model_dir vectors (directories) need --cmd", false;
   }
   if (auto s = args.Get("only")) {
     std::uint64_t id = 0;
     if (!ParseUint(*s, &id) || id == 0) return *error = "--only needs a tcId (1, 2, ...), got '" + *s + "'", false;
-    if (o->formats.size() != 1) return *error = "--only needs exactly one --format", false;
+    if (o->formats.size() + (o->model_dir ? 1 : 0) != 1) return *error = "--only needs exactly one --format", false;
     o->only = id;
   }
   return true;
@@ -515,6 +543,8 @@ int RunTestImpl(const std::vector<std::string>& argv) {
   std::string error;
   if (!ParseOptions(argv, &o, &error)) return UsageError("test-impl", error);
 
+  // The .pt files as torch 1.13 writes them, for this run's vectors only.
+  qd::gen::SetPtTorch113Shape(o.torch113);
   // By format name (the report's order; a format named twice runs once),
   // each with its registry entry.
   std::map<std::string, std::pair<const qd::harness::FormatEntry*, std::vector<TestVector>>> vectors;
@@ -527,9 +557,20 @@ int RunTestImpl(const std::vector<std::string>& argv) {
       if (!BuildVectors(*f, o.count, o.seed, &list, &error)) return IoError("test-impl", error);
     } else if (o.explicit_formats || fs::exists(fs::path(o.vectors_dir) / (std::string(f->name) + ".json"))) {
       // Every format of the folder, or each one asked for (a missing JSON is then an error).
-      if (!LoadExportedVectors(o.vectors_dir, *f, &list, &error)) return IoError("test-impl", error);
+      if (!LoadExportedVectors(o.vectors_dir, f->name, &list, &error)) return IoError("test-impl", error);
     }
   }
+  if (o.model_dir) {
+    // The directory vectors, under their own name and no registry entry.
+    auto& [entry, list] = vectors[std::string(DirVectorFormat())];
+    const bool exported = fs::exists(fs::path(o.vectors_dir) / (std::string(DirVectorFormat()) + ".json"));
+    if (o.vectors_dir.empty()) {
+      if (!BuildDirVectors(o.count, o.seed, &list, &error)) return IoError("test-impl", error);
+    } else if (o.explicit_formats || exported) {
+      if (!LoadExportedVectors(o.vectors_dir, DirVectorFormat(), &list, &error)) return IoError("test-impl", error);
+    }
+  }
+  qd::gen::SetPtTorch113Shape(false);
   for (const auto& [format, built] : vectors) {
     for (const TestVector& v : built.second) {
       if (!o.only || *o.only == v.tc_id) runs.push_back({built.first, format, &v, {}, {}, {}});
@@ -569,10 +610,10 @@ int RunTestImpl(const std::vector<std::string>& argv) {
     const fs::path input = scratch / "in" / v.file;
     const fs::path run_dir = scratch / "run" / (run.format + "-" + std::to_string(v.tc_id));
     std::error_code ec;
-    fs::create_directories(input.parent_path(), ec);
     fs::create_directories(run_dir, ec);
-    bool written = !ec && WriteBytes(input, v.bytes);
-    for (const qd::SideFile& side : v.side_files) written = written && WriteBytes(scratch / "in" / side.name, side.bytes);
+    bool written = !ec;
+    std::string write_error;
+    for (const BundleMember& m : FilesOf(v)) written = written && WriteNewMember((scratch / "in").string(), m, &write_error);
     if (!written) return std::nullopt;
     const std::string output = (run_dir / "output.safetensors").string();
     const ProcessResult r =
@@ -584,7 +625,7 @@ int RunTestImpl(const std::vector<std::string>& argv) {
     for (std::size_t i = next++; i < runs.size(); i = next++) {
       Run& run = runs[i];
       const TestVector& v = *run.vector;
-      const std::vector<Expectation> wants = Expectations(*run.entry, v);
+      const std::vector<Expectation> wants = Expectations(run.entry, v);
       std::optional<Answer> answer;
       if (module) {
         answer = AnswerOfModule(

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -47,11 +48,33 @@ bool ReadExpectedTensors(const std::vector<std::uint8_t>& bytes, const std::stri
   return true;
 }
 
+// A directory vector's entries (export-vectors' "entries"): a regular one's
+// bytes read from its path and checked, the others by their kind alone.
+bool ReadEntries(const fs::path& dir, const Json& entries, TestVector* v, std::string* error) {
+  static const std::map<std::string, qd::DirEntryKind> kKinds = {
+      {"regular", qd::DirEntryKind::kRegular}, {"escaping", qd::DirEntryKind::kEscaping}, {"other", qd::DirEntryKind::kOther}};
+  v->directory = true;
+  for (const Json& e : entries.is_array() ? entries : Json::array()) {
+    const auto kind = kKinds.find(e.is_object() ? e.value("kind", "") : "");
+    if (kind == kKinds.end() || !e.contains("name") || !e["name"].is_string()) {
+      return *error = "test " + std::to_string(v->tc_id) + ": an entry lacks its name or kind", false;
+    }
+    qd::gen::GeneratedDirFile& entry = v->dir_entries.emplace_back();
+    entry.name = e["name"].get<std::string>();
+    entry.kind = kind->second;
+    if (entry.kind == qd::DirEntryKind::kRegular &&
+        !ReadChecked(dir, e.value("path", Json()), e.value("sha256", Json()), &entry.bytes, error)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
-bool LoadExportedVectors(const std::string& dir, const qd::harness::FormatEntry& format,
-                         std::vector<TestVector>* out, std::string* error) {
-  const fs::path json_path = fs::path(dir) / (std::string(format.name) + ".json");
+bool LoadExportedVectors(const std::string& dir, std::string_view format, std::vector<TestVector>* out,
+                         std::string* error) {
+  const fs::path json_path = fs::path(dir) / (std::string(format) + ".json");
   std::ifstream in(json_path, std::ios::binary);
   if (!in) return *error = "cannot read " + json_path.string(), false;
   const Json doc = Json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -70,7 +93,11 @@ bool LoadExportedVectors(const std::string& dir, const qd::harness::FormatEntry&
       v.rule = rule;
       v.file = test.value("file", "");
       v.comment = test.value("comment", "");
-      if (!ReadChecked(dir, test.value("file", Json()), test.value("sha256", Json()), &v.bytes, error)) return false;
+      if (test.contains("entries")) {
+        if (!ReadEntries(dir, test["entries"], &v, error)) return false;
+      } else if (!ReadChecked(dir, test.value("file", Json()), test.value("sha256", Json()), &v.bytes, error)) {
+        return false;
+      }
       for (const Json& config : test.value("configs", Json::array())) {
         qd::SideFile side{config.is_string() ? config.get<std::string>() : "", {}};
         if (!ReadChecked(dir, config, Json(), &side.bytes, error)) return false;

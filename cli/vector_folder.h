@@ -22,8 +22,10 @@ namespace qd::cli {
 // Appends FORMAT's vectors from DIR/FORMAT.json in file order. False with
 // *error when the JSON is missing or malformed, a listed file is missing or
 // its SHA-256 differs, or an expected output is not an F32 safetensors file.
-bool LoadExportedVectors(const std::string& dir, const qd::harness::FormatEntry& format,
-                         std::vector<TestVector>* out, std::string* error);
+// FORMAT is a registry name or model_dir (directory vectors: each regular
+// entry's SHA-256 is checked the same way).
+bool LoadExportedVectors(const std::string& dir, std::string_view format, std::vector<TestVector>* out,
+                         std::string* error);
 
 }  // namespace qd::cli
 

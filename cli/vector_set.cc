@@ -20,7 +20,11 @@ std::uint64_t Fnv1a(std::string_view s) {
   return h;
 }
 
+Expectation DecodedExpectation(std::string_view reader, const qd::Outcome& oracle);
+
 }  // namespace
+
+std::string_view DirVectorFormat() { return qd::harness::ModelDirFormat().name; }
 
 std::string ResultOf(const qd::Outcome& oracle) {
   if (oracle.refused) return "invalid";
@@ -46,9 +50,25 @@ Expectation ExpectationOf(const qd::harness::FormatEntry& reader, const qd::Outc
         reader.decode_refusal(qd::ByteView{v.bytes.data(), v.bytes.size()}, v.file, v.side_files);
     if (refusal.refused) return {RefusingRule(refusal), {}, {}, reader.name};
   }
-  // The file `quantdiff decode` writes from these tensors: the same writer,
-  // fed the oracle's values in plan order.
-  Expectation want{"", oracle.tensors, {}, reader.name};
+  return DecodedExpectation(reader.name, oracle);
+}
+
+Expectation DirExpectationOf(const qd::Outcome& oracle) {
+  if (oracle.refused) return {RefusingRule(oracle), {}, {}, DirVectorFormat()};
+  return DecodedExpectation(DirVectorFormat(), oracle);
+}
+
+Expectation VectorExpectation(const qd::harness::FormatEntry* format, const TestVector& v) {
+  return v.directory ? DirExpectationOf(v.oracle) : ExpectationOf(*format, v.oracle, v);
+}
+
+namespace {
+
+// The file `quantdiff decode` writes from the accepted ORACLE's tensors: the
+// same writer, fed the oracle's values in plan order; its refusal where a
+// name cannot be written (ST-004..006).
+Expectation DecodedExpectation(std::string_view reader, const qd::Outcome& oracle) {
+  Expectation want{"", oracle.tensors, {}, reader};
   SafetensorsF32Sink sink(
       [&want](const void* data, std::size_t size) {
         want.decoded_file.append(static_cast<const char*>(data), size);
@@ -57,14 +77,31 @@ Expectation ExpectationOf(const qd::harness::FormatEntry& reader, const qd::Outc
       "decoded.safetensors");
   std::vector<qd::TensorInfo> plan;
   for (const qd::DecodedTensor& t : oracle.tensors) plan.push_back({t.name, t.shape});
-  if (!sink.Plan(plan)) return {sink.finding() ? sink.finding()->rule : "", {}, {}, reader.name};
+  if (!sink.Plan(plan)) return {sink.finding() ? sink.finding()->rule : "", {}, {}, reader};
   for (std::size_t i = 0; i < oracle.tensors.size(); ++i) {
     sink.Take({i, 0, oracle.tensors[i].values.data(), oracle.tensors[i].values.size()});
   }
   return want;
 }
 
-namespace {
+// V's comment (DESCRIPTION) and relabelled flag from the oracle's reading:
+// as generated, a valid instance is accepted and a violation refused by its
+// rule, or (a warning rule) accepted with it.
+void Label(const std::string& rule, const std::string& description, TestVector* v) {
+  bool as_generated = !v->oracle.refused;
+  if (!rule.empty()) {
+    as_generated = RefusingRule(v->oracle) == rule;
+    for (const qd::Finding& f : v->oracle.findings) {
+      if (!v->oracle.refused && f.rule == rule) as_generated = true;
+    }
+  }
+  v->comment = description;
+  if (!as_generated) {
+    v->relabelled = true;
+    v->comment += " (generated for " + (rule.empty() ? std::string("a valid file") : rule) +
+                  "; the oracle reads it otherwise)";
+  }
+}
 
 // Vector number TC_ID of FORMAT from G (built for RULE, "" valid): its file
 // name in the export, its side files as config discovery beside that name
@@ -114,21 +151,7 @@ bool MakeVector(const qd::harness::FormatEntry& format, const std::string& rule,
     return false;
   }
   v->oracle = *oracle;
-  // As generated: a valid instance accepted; a violation refused by its
-  // rule, or (a warning rule) accepted with it.
-  bool as_generated = !v->oracle.refused;
-  if (!rule.empty()) {
-    as_generated = RefusingRule(v->oracle) == rule;
-    for (const qd::Finding& f : v->oracle.findings) {
-      if (!v->oracle.refused && f.rule == rule) as_generated = true;
-    }
-  }
-  v->comment = g.description;
-  if (!as_generated) {
-    v->relabelled = true;
-    v->comment += " (generated for " + (rule.empty() ? std::string("a valid file") : rule) +
-                  "; the oracle reads it otherwise)";
-  }
+  Label(rule, g.description, v);
   if (format.variants != nullptr && !v->oracle.refused) {
     v->variants = format.variants(qd::ByteView{v->bytes.data(), v->bytes.size()});
   }
@@ -172,6 +195,81 @@ bool BuildVectors(const qd::harness::FormatEntry& format, std::uint64_t count, s
     if (!MakeVector(format, std::string(u.rule), g, ++tc_id, &v, error)) return false;
     v.upstream.push_back({std::string(u.flag), std::string(u.upstream_does)});
     out->push_back(std::move(v));
+  }
+  return true;
+}
+
+namespace {
+
+// Directory vector TC_ID from G (built for RULE, "" valid), read by the
+// directory oracle as FilesOf lays it out. An empty directory gets a
+// placeholder file (git keeps no empty folder): not a weight name, so the
+// directory still holds no weight set (IDX-001, docs/model_dir.md 2).
+bool MakeDirVector(const qd::harness::DirFormatEntry& format, const std::string& rule, qd::gen::GeneratedDir g,
+                   std::uint64_t tc_id, TestVector* v, std::string* error) {
+  v->tc_id = tc_id;
+  v->rule = rule;
+  v->directory = true;
+  v->file = std::string(format.name) + "/" + std::to_string(tc_id);
+  if (g.files.empty()) g.files.push_back({"placeholder", qd::DirEntryKind::kRegular, {}});
+  try {
+    v->oracle = format.oracle_read(g.Listing(v->file));
+  } catch (const std::exception& e) {
+    *error = std::string(format.name) + " oracle failed on test " + std::to_string(tc_id) + ": " + e.what();
+    return false;
+  }
+  Label(rule, g.description, v);
+  v->dir_entries = std::move(g.files);
+  return true;
+}
+
+std::string AsText(const std::vector<std::uint8_t>& bytes) {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+}  // namespace
+
+std::vector<BundleMember> FilesOf(const TestVector& v) {
+  std::vector<BundleMember> files;
+  if (!v.directory) {
+    files.push_back({v.file, AsText(v.bytes)});
+    for (const qd::SideFile& side : v.side_files) files.push_back({side.name, AsText(side.bytes)});
+    return files;
+  }
+  const std::string outside = std::to_string(v.tc_id) + ".outside";
+  bool links_out = false;
+  for (const qd::gen::GeneratedDirFile& e : v.dir_entries) {
+    const std::string path = v.file + "/" + e.name;
+    switch (e.kind) {
+      case qd::DirEntryKind::kRegular: files.push_back({path, AsText(e.bytes)}); break;
+      case qd::DirEntryKind::kOther: files.push_back({path + "/placeholder", ""}); break;
+      case qd::DirEntryKind::kEscaping:
+        files.push_back({path, "", "../" + outside});
+        links_out = true;
+        break;
+    }
+  }
+  if (links_out) {
+    files.insert(files.begin(), {std::string(DirVectorFormat()) + "/" + outside,
+                                 "a file outside the directory of vector " + std::to_string(v.tc_id) +
+                                     ", which its links out of it name\n"});
+  }
+  return files;
+}
+
+bool BuildDirVectors(std::uint64_t count, std::uint64_t seed, std::vector<TestVector>* out, std::string* error) {
+  const qd::harness::DirFormatEntry& format = qd::harness::ModelDirFormat();
+  qd::harness::Rng rng(Mix(seed ^ Fnv1a(format.name)));
+  std::vector<std::string> groups = {""};
+  for (const std::string& r : format.violable_rules()) groups.push_back(r);
+  std::uint64_t tc_id = 0;
+  for (const std::string& rule : groups) {
+    for (std::uint64_t k = 0; k < count; ++k) {
+      qd::gen::GeneratedDir g = rule.empty() ? format.generate_valid(rng) : format.generate_violation(rule, rng);
+      TestVector v;
+      if (!MakeDirVector(format, rule, std::move(g), ++tc_id, &v, error)) return false;
+      out->push_back(std::move(v));
+    }
   }
   return true;
 }

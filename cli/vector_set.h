@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/vector_bundle.h"
 #include "harness/registry.h"
 #include "quantdiff/plain_data.h"
 
@@ -52,7 +53,23 @@ struct TestVector {
   // Read from an exported folder (cli/vector_folder.h): the decode the
   // export recorded, which stands in for ExpectationOf(oracle).
   std::optional<Expectation> exported;
+  // A model-directory vector (format model_dir, docs/model_dir.md): file is
+  // its folder, model_dir/ID, bytes and side_files are empty, and these are
+  // its entries as the oracle read them (FilesOf lays them out on disk).
+  bool directory = false;
+  std::vector<qd::gen::GeneratedDirFile> dir_entries;
 };
+
+// The name model-directory vectors go under, as a format: "model_dir".
+std::string_view DirVectorFormat();
+
+// What the folder of an export holds for V, relative to it: its file and
+// configs; for a directory vector, every entry under model_dir/ID/: a
+// regular entry as a file, an entry that is neither regular nor a link out
+// (a subdirectory) as the folder model_dir/ID/NAME holding an empty file
+// "placeholder" (git keeps no empty folder), a link out of the folder as a
+// symbolic link to ../ID.outside, a file written beside the folder.
+std::vector<BundleMember> FilesOf(const TestVector& v);
 
 // The reading ORACLE (READER's oracle on V) as a decode: a refused file is
 // refused with its rule; a format quantdiff only recognises is refused by
@@ -61,6 +78,14 @@ struct TestVector {
 // cli/decoded_output.h); else the tensors and the file decode writes.
 Expectation ExpectationOf(const qd::harness::FormatEntry& reader, const qd::Outcome& oracle,
                           const TestVector& v);
+
+// A directory vector's decode: refused with the oracle's rule, or its
+// tensors as `quantdiff decode DIR` writes them (ST-004..006 as for a file).
+Expectation DirExpectationOf(const qd::Outcome& oracle);
+
+// V's decode as its own reader gives it: DirExpectationOf for a directory
+// vector, else ExpectationOf(FORMAT) (FORMAT may be null for a directory).
+Expectation VectorExpectation(const qd::harness::FormatEntry* format, const TestVector& v);
 
 // "invalid" (refused), "acceptable" (accepted with warnings) or "valid".
 std::string ResultOf(const qd::Outcome& oracle);
@@ -72,6 +97,10 @@ std::string RefusingRule(const qd::Outcome& oracle);
 // oracle throws on a generated file (a bug of quantdiff, not of the file).
 bool BuildVectors(const qd::harness::FormatEntry& format, std::uint64_t count, std::uint64_t seed,
                   std::vector<TestVector>* out, std::string* error);
+
+// COUNT directory vectors per group (valid directories, then one group per
+// IDX rule the generators break) from SEED, read by the directory oracle.
+bool BuildDirVectors(std::uint64_t count, std::uint64_t seed, std::vector<TestVector>* out, std::string* error);
 
 }  // namespace qd::cli
 

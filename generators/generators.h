@@ -174,6 +174,16 @@ std::string GptqConfigText(int format, int bits, std::int64_t group_size);
 Generated PtValid(Rng& rng);
 std::vector<std::string> PtViolableRules();
 Generated PtViolation(std::string_view rule, Rng& rng);
+// The torch-1.13 shape (issue 13 triage items 13..15): while on, every state
+// dict the .pt generators pickle is written as torch 1.13's torch.save writes
+// one: protocol 2 (no FRAME), the 6-item _rebuild_tensor_v2, requires_grad
+// False on integer and bool tensors, and no float value (BINFLOAT, which 1.13's
+// weights-only unpickler lacks: each becomes the int 0). The draws are the same
+// either way (the shape is applied as a model is written), so off (the
+// default) leaves every seed and vector as it was; on makes vectors torch 1.13
+// can be expected to read, refused (when invalid) for their own rule.
+void SetPtTorch113Shape(bool on);
+bool PtTorch113Shape();
 
 // One ZIP entry for PtWriteZip.
 struct PtZipEntry {

@@ -76,11 +76,49 @@ Bytes Materialise(const Tensor& t, const Storage& st) {
   return out;
 }
 
+bool g_torch113_shape = false;
+
+// Integer and bool storages: torch builds no such tensor with requires_grad.
+bool IsIntegerDtype(int dtype) { return std::string_view(kDtypes[dtype].code).find('F') == std::string_view::npos; }
+
+// Every float value under V becomes the int 0 (in place: the shape is
+// idempotent, and a model written twice is written the same).
+void DropFloats(const V& v) {
+  if (!v) return;
+  if (v->kind == Value::kFloat) {
+    v->kind = Value::kInt;
+    v->i = 0;
+  }
+  for (const V& item : v->items) DropFloats(item);
+  for (const auto& [key, value] : v->entries) {
+    DropFloats(key);
+    DropFloats(value);
+  }
+  DropFloats(v->state);
+}
+
+// M as torch 1.13 writes it (generators.h SetPtTorch113Shape).
+Model Torch113Shaped(const Model& m) {
+  Model shaped = m;
+  shaped.protocol = 2;
+  for (Tensor& t : shaped.tensors) {
+    t.metadata = 0;
+    if (t.storage >= 0 && t.storage < static_cast<int>(shaped.storages.size()) &&
+        IsIntegerDtype(shaped.storages[t.storage].dtype)) {
+      t.requires_grad = false;
+    }
+  }
+  DropFloats(shaped.root);
+  return shaped;
+}
+
 // Pickles the model and lays out its records as torch 1.13 (data.pkl,
 // data/<k>, version) or torch 2.x (data.pkl, .format_version,
 // .storage_alignment, byteorder, data/<k>, .data/version,
 // .data/serialization_id) writes them.
-PtDraft Serialize(const Model& m) {
+PtDraft Serialize(const Model& model) {
+  const Model shaped = g_torch113_shape ? Torch113Shaped(model) : Model{};
+  const Model& m = g_torch113_shape ? shaped : model;
   PtDraft d;
   d.prefix = m.prefix;
   d.torch_style = m.torch_style;
@@ -210,3 +248,8 @@ Model BaseModel(Rng& rng, int protocol) {
 Bytes WriteModel(const Model& m, PtZipLayout* layout) { return PtWriteDraft(Serialize(m), layout); }
 
 }  // namespace qd::gen::pt_gen
+
+namespace qd::gen {
+void SetPtTorch113Shape(bool on) { pt_gen::g_torch113_shape = on; }
+bool PtTorch113Shape() { return pt_gen::g_torch113_shape; }
+}  // namespace qd::gen

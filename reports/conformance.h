@@ -72,6 +72,25 @@ struct PassFail {
 std::map<std::pair<std::string, std::string>, PassFail> CountByGroup(const ConformanceReport& report);
 std::map<std::string, PassFail> CountByFormat(const ConformanceReport& report);
 
+// One implementation's test-impl results as `quantdiff report-merge` reads
+// them back from its JSON report: a column of the rules x implementations
+// page.
+struct ImplementationResults {
+  std::string name;     // the column's label
+  std::string command;  // what was tested (the report's "command")
+  std::uint64_t vectors = 0;
+  std::uint64_t failed = 0;
+  // Keyed by (format, group): the valid group as "valid", else the rule ID.
+  std::map<std::pair<std::string, std::string>, PassFail> groups;
+};
+
+// Several implementations side by side: rows are the rule groups of every
+// format any of them ran, columns the implementations, each cell its pass
+// and fail counts, coloured all pass, all fail, mixed or not run. HTML (one
+// self-contained page, table id "impl-matrix") or text.
+std::string ComparisonHtml(const std::vector<ImplementationResults>& implementations);
+std::string ComparisonText(const std::vector<ImplementationResults>& implementations);
+
 // The document in FORMAT (every OutputFormat).
 std::string RenderConformance(OutputFormat format, const ConformanceReport& report);
 

@@ -1,7 +1,8 @@
 // The test-impl report as one HTML page (conformance.h): the verdict, counts
 // per format, the matrix of rule groups x vectors coloured by outcome, and a
 // drill-down per failing vector with both bit patterns of its first
-// differing element.
+// differing element. Also report-merge's comparison of several
+// implementations, rule groups x implementations, as a page or as text.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -137,7 +138,90 @@ std::string DrillDown(const VectorRun& r, std::size_t index, bool open) {
   return html + "<p class=\"muted\">Reproduce:</p><pre>" + ForHtml(r.reproducer) + "</pre></div></details>\n";
 }
 
+// Every (format, group) any implementation ran, in key order: the rows of
+// the comparison.
+std::set<std::pair<std::string, std::string>> AllGroups(const std::vector<ImplementationResults>& implementations) {
+  std::set<std::pair<std::string, std::string>> rows;
+  for (const ImplementationResults& impl : implementations) {
+    for (const auto& entry : impl.groups) rows.insert(entry.first);
+  }
+  return rows;
+}
+
+// A comparison cell's class: every vector passes, every one fails, some of
+// each, or the implementation did not run the group.
+std::string_view CellClass(const PassFail* n) {
+  if (n == nullptr || n->pass + n->fail == 0) return "o-none";
+  if (n->fail == 0) return "o-pass";
+  return n->pass == 0 ? "o-fail" : "o-mixed";
+}
+
 }  // namespace
+
+std::string ComparisonHtml(const std::vector<ImplementationResults>& implementations) {
+  std::string html = HtmlPageStart("quantdiff report-merge: " + Count(implementations.size()) + " implementations");
+  html += "<h1>quantdiff: rules &times; implementations</h1>\n<p class=\"muted\">quantdiff " + ForHtml(ToolVersion()) +
+          ", rule catalogue version " + Count(CatalogueVersion()) +
+          ". One row per rule the vectors break (<b>valid</b>: the valid and acceptable vectors), one column per "
+          "implementation; a cell holds its passing / failing vectors.</p>\n";
+  html += "<div class=\"legend\"><span><i class=\"sw o-pass\"></i>all pass</span><span><i class=\"sw o-mixed\"></i>"
+          "some fail</span><span><i class=\"sw o-fail\"></i>all fail</span><span><i class=\"sw o-none\"></i>not run"
+          "</span></div>\n";
+  html += "<table class=\"counts\" id=\"implementations\"><thead><tr><th>implementation</th><th>vectors</th>"
+          "<th>fail</th><th>tested</th></tr></thead><tbody>\n";
+  for (const ImplementationResults& impl : implementations) {
+    html += "<tr><td>" + ForHtml(impl.name) + "</td><td>" + Count(impl.vectors) + "</td><td>" + Count(impl.failed) +
+            "</td><td class=\"muted mono\">" + ForHtml(impl.command) + "</td></tr>\n";
+  }
+  html += "</tbody></table>\n<h2>Rules &times; implementations</h2>\n<table id=\"impl-matrix\"><thead><tr>"
+          "<th>rule</th><th>severity</th>";
+  for (const ImplementationResults& impl : implementations) html += "<th>" + ForHtml(impl.name) + "</th>";
+  html += "</tr></thead><tbody>\n";
+  std::string format_shown;
+  for (const auto& key : AllGroups(implementations)) {
+    if (key.first != format_shown) {
+      html += "<tr class=\"family\"><th colspan=\"" + Count(implementations.size() + 2) + "\">" +
+              ForHtml(key.first) + "</th></tr>\n";
+      format_shown = key.first;
+    }
+    const RuleInfo* rule = FindRule(key.second);
+    html += "<tr><th title=\"" + ForHtml(rule != nullptr ? rule->text : "valid and acceptable vectors") + "\">" +
+            ForHtml(key.second) + "</th><td class=\"muted\">" +
+            (rule != nullptr ? std::string(SeverityName(rule->severity)) : std::string()) + "</td>";
+    for (const ImplementationResults& impl : implementations) {
+      const auto found = impl.groups.find(key);
+      const PassFail* n = found == impl.groups.end() ? nullptr : &found->second;
+      const std::string text = n == nullptr ? "&ndash;" : Count(n->pass) + " / " + Count(n->fail);
+      html += "<td class=\"pf " + std::string(CellClass(n)) + "\" title=\"" + ForHtml(impl.name) + ", " +
+              ForHtml(key.first) + " " + ForHtml(key.second) +
+              (n == nullptr ? ": not run" : ": " + Count(n->pass) + " pass, " + Count(n->fail) + " fail") + "\">" +
+              text + "</td>";
+    }
+    html += "</tr>\n";
+  }
+  return html + "</tbody></table>\n" + HtmlPageEnd();
+}
+
+std::string ComparisonText(const std::vector<ImplementationResults>& implementations) {
+  std::string text;
+  for (std::size_t i = 0; i < implementations.size(); ++i) {
+    const ImplementationResults& impl = implementations[i];
+    text += "[" + Count(i + 1) + "] " + ForTerminal(impl.name) + ": " + Count(impl.failed) + " of " +
+            Count(impl.vectors) + " vectors fail (" + ForTerminal(impl.command) + ")\n";
+  }
+  for (const auto& key : AllGroups(implementations)) {
+    text += ForTerminal(key.first) + " " + ForTerminal(key.second) + ":";
+    for (std::size_t i = 0; i < implementations.size(); ++i) {
+      const auto found = implementations[i].groups.find(key);
+      text += " [" + Count(i + 1) + "] " +
+              (found == implementations[i].groups.end()
+                   ? std::string("-")
+                   : Count(found->second.pass) + " pass " + Count(found->second.fail) + " fail");
+    }
+    text += "\n";
+  }
+  return text;
+}
 
 std::string ConformanceHtml(const ConformanceReport& report) {
   const std::vector<std::string> outcomes = OutcomesSeen(report);

@@ -46,6 +46,12 @@ a.cell{outline:2px solid transparent}a.cell:hover{outline-color:var(--fg)}
 .o-garbage{background:var(--garbage)}.o-crashed{background:var(--crashed)}.o-hung{background:var(--hung)}
 .o-error{background:var(--error)}.o-warning{background:var(--warning);color:#1f2328}
 .o-divergence{background:var(--divergence)}.o-none{background:#eef1f4;color:var(--muted)}
+.o-fail{background:var(--fail)}.o-mixed{background:var(--refused-valid)}
+#impl-matrix th,#impl-matrix td{padding:3px 8px;border-bottom:1px solid #eef1f4;text-align:left;white-space:nowrap}
+#impl-matrix thead th{background:var(--bg);position:sticky;top:0;font-weight:600}
+#impl-matrix tr.family th{background:#fff;padding-top:14px;border-bottom:2px solid var(--line)}
+#impl-matrix td.pf{color:#fff;text-align:center;font-variant-numeric:tabular-nums;border:2px solid #fff;border-radius:4px}
+#impl-matrix td.pf.o-none{color:var(--muted)}
 svg .o-pass{fill:var(--pass)}svg .o-accepted-invalid{fill:var(--accepted-invalid)}svg .o-refused-valid{fill:var(--refused-valid)}
 svg .o-other-rule{fill:var(--other-rule)}svg .o-wrong-output{fill:var(--wrong-output)}svg .o-signed-zero{fill:var(--signed-zero)}
 svg .o-garbage{fill:var(--garbage)}svg .o-crashed{fill:var(--crashed)}svg .o-hung{fill:var(--hung)}

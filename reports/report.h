@@ -108,6 +108,17 @@ struct Problem {
   std::vector<std::string> saved;  // instance files written, relative to out_dir
 };
 
+// A reader module run beside codec and oracle (campaign --module,
+// interface/quantdiff/impl_module.h).
+struct ModuleCounts {
+  std::string name;     // the module's own name
+  std::string version;  // and version
+  std::string path;     // the library as given
+  std::vector<std::string> formats;  // the formats it was given instances of
+  std::uint64_t decodes = 0;      // instances it decoded
+  std::uint64_t divergences = 0;  // of those, instances it diverged on
+};
+
 struct CampaignStats {
   std::uint64_t seed = 0;
   double seconds = 0;  // requested
@@ -117,6 +128,7 @@ struct CampaignStats {
   std::uint64_t divergences = 0;           // instances
   std::uint64_t expectation_failures = 0;  // instances
   std::vector<FormatCounts> formats;
+  std::vector<ModuleCounts> modules;
   std::vector<Problem> problems;  // in order of first appearance
 };
 

@@ -307,10 +307,23 @@ std::string CampaignText(const CampaignStats& s) {
       if (rule != "valid") line(rule, c);
     }
   }
+  if (!s.modules.empty()) {
+    out += "\n";
+    out += Format("  %-28s %10s %12s  %s\n", "module", "decodes", "divergences", "formats, library");
+    for (const ModuleCounts& m : s.modules) {
+      std::string formats;
+      for (const std::string& f : m.formats) formats += (formats.empty() ? "" : ",") + f;
+      out += Format("  %-28s %10llu %12llu  %s, %s\n", ForTerminal(m.name + " " + m.version).c_str(),
+                    static_cast<ull>(m.decodes), static_cast<ull>(m.divergences), ForTerminal(formats).c_str(),
+                    ForTerminal(m.path).c_str());
+    }
+  }
   out += "\n";
   if (s.problems.empty()) {
-    out += "OK: no divergences and no expectation failures. Codec and oracle agreed on every\n"
-           "instance, and every instance got the verdict it was generated for.\n";
+    out += s.modules.empty() ? "OK: no divergences and no expectation failures. Codec and oracle agreed on every\n"
+                               "instance, and every instance got the verdict it was generated for.\n"
+                             : "OK: no divergences and no expectation failures. Codec, oracle and every module\n"
+                               "agreed on every instance, and every instance got the verdict it was generated for.\n";
     return out;
   }
   out += Format("FAILED: %s with a divergence, %s with an expectation failure; %s:\n",
@@ -354,6 +367,19 @@ std::string CampaignJson(const CampaignStats& s) {
     j["by_rule"] = std::move(by_rule);
     formats[ValidUtf8(f.name)] = std::move(j);
   }
+  Json modules = Json::array();
+  for (const ModuleCounts& m : s.modules) {
+    Json j = Json::object();
+    j["name"] = Str(m.name);
+    j["version"] = Str(m.version);
+    j["path"] = Str(m.path);
+    Json names = Json::array();
+    for (const std::string& f : m.formats) names.push_back(Str(f));
+    j["formats"] = std::move(names);
+    j["decodes"] = m.decodes;
+    j["divergences"] = m.divergences;
+    modules.push_back(std::move(j));
+  }
   Json divergences = Json::array();
   Json failures = Json::array();
   for (const Problem& p : s.problems) {
@@ -380,6 +406,7 @@ std::string CampaignJson(const CampaignStats& s) {
   doc["divergences"] = s.divergences;
   doc["expectation_failures"] = s.expectation_failures;
   doc["formats"] = std::move(formats);
+  doc["modules"] = std::move(modules);
   doc["divergence_signatures"] = std::move(divergences);
   doc["expectation_failure_signatures"] = std::move(failures);
   return Dump(doc);

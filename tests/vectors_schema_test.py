@@ -6,7 +6,8 @@ valid JSON Schema (draft 2020-12) and every other VECTORS_DIR/*.json
 validates against it. Controls show the check can fail: copies of a vector
 file with a test's sha256 removed, a bugType outside the enum, an invalid
 test given an expectedOutput, and a valid test without one, must each be
-rejected.
+rejected; so must a model_dir test whose entry has no kind, whose regular
+entry has no sha256, or which carries a sha256 of its own.
 
 Needs Debian's python3-jsonschema (scripts/setup.sh installs it). Without it
 the test is skipped (exit 77), except under CI=true, where it fails.
@@ -57,7 +58,9 @@ def main():
     def tests_of(doc):
         return [t for g in doc["testGroups"] for t in g["tests"]]
 
-    sample = next(iter(docs.values()))
+    # The first file of single-file tests (model_dir's tests are folders).
+    sample = next(d for d in docs.values() if "sha256" in tests_of(d)[0])
+    directories = docs[os.path.join(folder, "model_dir.json")]
     valid = next(d for d in docs.values()
                  if any("expectedOutput" in t for t in tests_of(d)))
     invalid = next(d for d in docs.values()
@@ -76,6 +79,16 @@ def main():
     doc = copy.deepcopy(valid)
     del next(t for t in tests_of(doc) if "expectedOutput" in t)["expectedOutput"]
     controls.append(("a valid test without expectedOutput or decodeRefusal", doc))
+    doc = copy.deepcopy(directories)
+    del tests_of(doc)[0]["entries"][0]["kind"]
+    controls.append(("a directory entry without its kind", doc))
+    doc = copy.deepcopy(directories)
+    entry = next(e for t in tests_of(doc) for e in t["entries"] if e["kind"] == "regular")
+    del entry["sha256"]
+    controls.append(("a regular directory entry without sha256", doc))
+    doc = copy.deepcopy(directories)
+    tests_of(doc)[0]["sha256"] = "0" * 64
+    controls.append(("a directory test with a sha256 of its own", doc))
     for what, doc in controls:
         if validator.is_valid(doc):
             print(f"control not rejected: {what}")

@@ -9,11 +9,13 @@
 // safetensors parser); every MUST rule of oracles/rules.json has an invalid
 // vector refused with it, or is listed below as an exception with its
 // reason; every flag has a note; the upstream findings are exported with
-// the contract's reading.
+// the contract's reading. The model directories (model_dir.json, one folder
+// a test) are replayed through both directory readers from their folders.
 #include <gtest/gtest.h>
 #include <nettle/sha2.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
@@ -57,16 +59,66 @@ nlohmann::json ReadJson(const fs::path& path) {
   return nlohmann::json::parse(in);
 }
 
+// The name of every exported vector file: each registered format, then
+// model_dir (the model directories, docs/model_dir.md).
+std::vector<std::string> ExportedNames() {
+  std::vector<std::string> names;
+  for (const qd::harness::FormatEntry& f : qd::harness::Formats()) names.emplace_back(f.name);
+  names.emplace_back(qd::harness::ModelDirFormat().name);
+  return names;
+}
+
 // Every test of every exported format with its format's name.
 std::vector<std::pair<std::string, nlohmann::json>> AllTests() {
   std::vector<std::pair<std::string, nlohmann::json>> tests;
-  for (const qd::harness::FormatEntry& f : qd::harness::Formats()) {
-    const nlohmann::json doc = ReadJson(kVectors / (std::string(f.name) + ".json"));
+  for (const std::string& name : ExportedNames()) {
+    const nlohmann::json doc = ReadJson(kVectors / (name + ".json"));
     for (const auto& group : doc["testGroups"]) {
-      for (const auto& test : group["tests"]) tests.emplace_back(std::string(f.name), test);
+      for (const auto& test : group["tests"]) tests.emplace_back(name, test);
     }
   }
   return tests;
+}
+
+// A model_dir test's folder as both directory readers get it, from the
+// folder on disk, each entry held to what the test lists: a regular file
+// with its SHA-256, a subdirectory, or a symbolic link to a regular file
+// outside the folder. BYTES keeps the files' bytes alive.
+qd::ModelDirListing DirListing(const nlohmann::json& test, std::vector<std::vector<std::uint8_t>>* bytes) {
+  qd::ModelDirListing listing;
+  listing.dir = test["file"].get<std::string>();
+  listing.prefix = listing.dir + "/";
+  const fs::path folder = kVectors / listing.dir;
+  std::size_t on_disk = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(folder)) ++on_disk;
+  EXPECT_EQ(on_disk, test["entries"].size()) << listing.dir << ": entries on disk";
+  bytes->reserve(test["entries"].size());
+  for (const auto& e : test["entries"]) {
+    qd::DirEntry entry;
+    entry.name = e["name"].get<std::string>();
+    const fs::path path = folder / entry.name;
+    const std::string kind = e["kind"];
+    if (kind == "regular") {
+      entry.kind = qd::DirEntryKind::kRegular;
+      EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(path))) << path;
+      const std::vector<std::uint8_t>& b = bytes->emplace_back(ReadBytes(path));
+      EXPECT_EQ(e["sha256"], Sha256Hex(b)) << path;
+      entry.bytes = {b.data(), b.size()};
+    } else if (kind == "other") {
+      entry.kind = qd::DirEntryKind::kOther;
+      EXPECT_TRUE(fs::is_directory(fs::symlink_status(path))) << path;
+    } else {
+      entry.kind = qd::DirEntryKind::kEscaping;
+      EXPECT_TRUE(fs::is_symlink(fs::symlink_status(path))) << path;
+      const fs::path target = fs::canonical(path);
+      EXPECT_TRUE(fs::is_regular_file(target)) << path;
+      EXPECT_NE(target.parent_path(), fs::canonical(folder)) << path << " must point out of its folder";
+    }
+    listing.entries.push_back(std::move(entry));
+  }
+  std::sort(listing.entries.begin(), listing.entries.end(),
+            [](const qd::DirEntry& a, const qd::DirEntry& b) { return a.name < b.name; });
+  return listing;
 }
 
 // An F32 safetensors file read by the format's README alone (8-byte
@@ -117,9 +169,42 @@ std::pair<std::string, std::vector<std::string>> Reading(const qd::Outcome& o) {
 }
 
 TEST(Vectors, EveryRegisteredFormatHasVectors) {
-  for (const qd::harness::FormatEntry& f : qd::harness::Formats()) {
-    EXPECT_TRUE(fs::exists(kVectors / (std::string(f.name) + ".json"))) << f.name;
+  for (const std::string& name : ExportedNames()) EXPECT_TRUE(fs::exists(kVectors / (name + ".json"))) << name;
+}
+
+// The model directories (model_dir.json): each folder holds exactly the
+// entries its test lists, and both directory readers give the published
+// verdict and rules; a valid one's expectedOutput holds both readers'
+// tensors bit for bit. One group per IDX rule, each refused with its rule.
+TEST(Vectors, BothDirectoryReadersGiveThePublishedVerdictRulesAndTensors) {
+  const qd::harness::DirFormatEntry& dir = qd::harness::ModelDirFormat();
+  const nlohmann::json doc = ReadJson(kVectors / (std::string(dir.name) + ".json"));
+  std::set<std::string> refused_with;
+  int decoded = 0;
+  for (const auto& group : doc["testGroups"]) {
+    for (const auto& test : group["tests"]) {
+      std::vector<std::vector<std::uint8_t>> bytes;
+      const qd::ModelDirListing listing = DirListing(test, &bytes);
+      const std::string file = test["file"];
+      const auto want = std::make_pair(test["result"].get<std::string>(), test["flags"].get<std::vector<std::string>>());
+      const qd::Outcome oracle = dir.oracle_read(listing);
+      EXPECT_EQ(Reading(dir.codec_read(listing)), want) << "codec, " << file;
+      EXPECT_EQ(Reading(oracle), want) << "oracle, " << file;
+      if (test["result"] == "invalid") {
+        refused_with.insert(test["flags"].back().get<std::string>());
+        continue;
+      }
+      ASSERT_TRUE(test.contains("expectedOutput")) << file;
+      const std::vector<std::uint8_t> expected = ReadBytes(kVectors / test["expectedOutput"]["file"].get<std::string>());
+      EXPECT_EQ(test["expectedOutput"]["sha256"], Sha256Hex(expected)) << file;
+      const auto written = ReadF32Safetensors(expected, file);
+      EXPECT_EQ(written, Bits(oracle.tensors)) << "oracle, " << file;
+      EXPECT_EQ(written, Bits(dir.codec_read(listing).tensors)) << "codec, " << file;
+      ++decoded;
+    }
   }
+  EXPECT_GT(decoded, 0);
+  for (const std::string& rule : dir.violable_rules()) EXPECT_TRUE(refused_with.count(rule)) << rule;
 }
 
 // The FP4 code-8 sign is an upstream disagreement, published as a variant
@@ -185,6 +270,7 @@ TEST(Vectors, BothReadersGiveThePublishedVerdictAndRules) {
 TEST(Vectors, ExpectedOutputsHoldBothReadersTensorsBitForBit) {
   int compared = 0;
   for (const auto& [format, test] : AllTests()) {
+    if (test.contains("entries")) continue;  // a model directory: its own test above
     const qd::harness::FormatEntry* f = qd::harness::FindFormat(format);
     ASSERT_NE(f, nullptr);
     const std::string file = test["file"];
@@ -227,12 +313,6 @@ const std::map<std::string, std::string>& MustRuleExceptions() {
     for (const char* id : {"AWQ-201", "AWQ-202", "AWQ-203"}) {
       m[id] = "a conversion rule (kind convert): `quantdiff convert` refuses a conversion, no "
               "reader refuses a file";
-    }
-    for (int i = 1; i <= 13; ++i) {
-      char id[16];
-      std::snprintf(id, sizeof id, "IDX-%03d", i);
-      m[id] = "a model-directory rule (docs/model_dir.md): a vector is one file and its configs; "
-              "directory vectors are not exported yet";
     }
     return m;
   }();
@@ -277,8 +357,8 @@ TEST(Vectors, EveryFlagHasANote) {
   std::map<std::string, nlohmann::json> rules;
   for (const auto& r : catalogue["rules"]) rules[r["id"]] = r;
   int named = 0;
-  for (const qd::harness::FormatEntry& f : qd::harness::Formats()) {
-    const nlohmann::json doc = ReadJson(kVectors / (std::string(f.name) + ".json"));
+  for (const std::string& name : ExportedNames()) {
+    const nlohmann::json doc = ReadJson(kVectors / (name + ".json"));
     const nlohmann::json& notes = doc["notes"];
     std::set<std::string> flags;
     for (const auto& group : doc["testGroups"]) {
@@ -291,10 +371,10 @@ TEST(Vectors, EveryFlagHasANote) {
     }
     for (const std::string& flag : flags) {
       ++named;
-      ASSERT_TRUE(notes.contains(flag)) << f.name << ": flag " << flag << " has no note";
+      ASSERT_TRUE(notes.contains(flag)) << name << ": flag " << flag << " has no note";
       const nlohmann::json& note = notes[flag];
       for (const char* field : {"bugType", "description", "effect"}) {
-        EXPECT_FALSE(note.value(field, "").empty()) << f.name << " " << flag << " " << field;
+        EXPECT_FALSE(note.value(field, "").empty()) << name << " " << flag << " " << field;
       }
       const auto rule = rules.find(flag);
       if (rule == rules.end()) continue;
@@ -305,7 +385,7 @@ TEST(Vectors, EveryFlagHasANote) {
                                                                      : "MISSING_CHECK";
       EXPECT_EQ(note["bugType"], want) << flag;
     }
-    EXPECT_EQ(notes.size(), flags.size()) << f.name << ": a note explains no flag of a test";
+    EXPECT_EQ(notes.size(), flags.size()) << name << ": a note explains no flag of a test";
   }
   EXPECT_GT(named, 100);
 }

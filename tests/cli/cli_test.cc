@@ -765,7 +765,7 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
 
 TEST_F(CliTest, HelpOnEveryVerbExitsZero) {
   const std::vector<std::string> verbs = {"check", "decode", "diff", "campaign",
-                                          "export-vectors", "rules", "help"};
+                                          "export-vectors", "report-merge", "rules", "help"};
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"--help"}, {"-h"}, {"help"}, {"--version"}}) {
     const Result run = Quantdiff(args);
