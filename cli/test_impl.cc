@@ -263,7 +263,7 @@ Verdict CompareTensors(const std::vector<qd::DecodedTensor>& got_tensors, const 
 // that detects are both right (docs: README "Which format a file is").
 std::vector<Expectation> Expectations(const qd::harness::FormatEntry& format, const TestVector& v) {
   std::vector<Expectation> out = {v.exported ? *v.exported : ExpectationOf(format, v.oracle, v)};
-  const qd::harness::FormatEntry& detected = qd::harness::OracleDetectFormat(qd::ByteView{v.bytes.data(), v.bytes.size()});
+  const qd::harness::FormatEntry& detected = qd::harness::OracleDetectFormat(qd::ByteView{v.bytes.data(), v.bytes.size()}, v.side_files);
   if (detected.name != format.name) {
     std::string error;
     const std::optional<qd::Outcome> other =

@@ -243,16 +243,19 @@ qd::Outcome CheckGgmlSt(qd::ByteView file, const std::string& name, const SideFi
   return qd::Outcome{r.refused, std::move(r.findings), {}};
 }
 
-bool ClaimsPt(qd::ByteView file) { return codec::ClaimsPt(file); }
-
-bool ClaimsGptq(qd::ByteView file) { return codec::ClaimsGptq(file); }
-
 bool ClaimsBnb(qd::ByteView file) { return codec::ReadBnb(file, "").is_bnb; }
 
-bool ClaimsAny(qd::ByteView) { return true; }
+bool ClaimsAny(qd::ByteView, const SideFiles&) { return true; }
 
 bool ClaimsRbq(qd::ByteView file) {
   return codec::ReadRbq(file, "").is_rbq;
+}
+
+// A detection that reads the file alone, under the registry's signature:
+// every format's but the recognised one (README "Which format a file is").
+template <bool (*kClaims)(qd::ByteView)>
+bool FromFileAlone(qd::ByteView file, const SideFiles&) {
+  return kClaims(file);
 }
 
 }  // namespace
@@ -269,8 +272,8 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckGguf,
        .oracle_read = &OracleGguf,
        .oracle_stream = &OracleStreamGguf,
-       .claims = &codec::ClaimsGguf,
-       .oracle_claims = &oracle::IsGgufFile,
+       .claims = &FromFileAlone<&codec::ClaimsGguf>,
+       .oracle_claims = &FromFileAlone<&oracle::IsGgufFile>,
        .generate_valid = &gen::GgufValid,
        .violable_rules = &gen::GgufViolableRules,
        .generate_violation = &gen::GgufViolation,
@@ -283,8 +286,8 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckRbq,
        .oracle_read = &OracleRbq,
        .oracle_stream = &OracleStreamRbq,
-       .claims = &ClaimsRbq,
-       .oracle_claims = &oracle::IsRbqFile,
+       .claims = &FromFileAlone<&ClaimsRbq>,
+       .oracle_claims = &FromFileAlone<&oracle::IsRbqFile>,
        .generate_valid = &gen::RbqValid,
        .violable_rules = &gen::RbqViolableRules,
        .generate_violation = &gen::RbqViolation},
@@ -296,17 +299,18 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckBnb,
        .oracle_read = &OracleBnb,
        .oracle_stream = &OracleStreamBnb,
-       .claims = &ClaimsBnb,
-       .oracle_claims = &oracle::IsBnbFile,
+       .claims = &FromFileAlone<&ClaimsBnb>,
+       .oracle_claims = &FromFileAlone<&oracle::IsBnbFile>,
        .generate_valid = &gen::BnbValid,
        .violable_rules = &gen::BnbViolableRules,
        .generate_violation = &gen::BnbViolation,
        .variants = &BnbVariants},
-      // Before AWQ and GPTQ: a ParoQuant layer also holds qweight/qzeros/scales
+      // Before AWQ and GPTQ: a ParoQuant layer also holds qweight/qzeros/scales,
+      // and a BitBLAS layer GPTQ's names under a config labelled bitblas
       // (docs/recognised.md section 2, Detection).
       {.name = "recognised",
        .rule_prefixes = {"REC-"},
-       .summary = "EXL3, VPTQ, QQQ, ParoQuant: recognised and checked, not decoded (spec 004, docs/recognised.md)",
+       .summary = "EXL3, VPTQ, QQQ, ParoQuant, BitBLAS: recognised and checked, not decoded (spec 004, docs/recognised.md)",
        .codec_read = &codec::DecodeRecognisedFile,
        .codec_stream = &codec::StreamRecognisedFile,
        .codec_check = &CheckRecognised,
@@ -329,8 +333,8 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckGgmlSt,
        .oracle_read = &oracle::ReadGgmlStFile,
        .oracle_stream = &oracle::StreamGgmlStFile,
-       .claims = &codec::ClaimsGgmlSt,
-       .oracle_claims = &oracle::IsGgmlStFile,
+       .claims = &FromFileAlone<&codec::ClaimsGgmlSt>,
+       .oracle_claims = &FromFileAlone<&oracle::IsGgmlStFile>,
        .generate_valid = &gen::GgmlStValid,
        .violable_rules = &gen::GgmlStViolableRules,
        .generate_violation = &gen::GgmlStViolation,
@@ -345,8 +349,8 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckAwq,
        .oracle_read = &OracleAwq,
        .oracle_stream = &OracleStreamAwq,
-       .claims = &codec::ClaimsAwq,
-       .oracle_claims = &oracle::IsAwqFile,
+       .claims = &FromFileAlone<&codec::ClaimsAwq>,
+       .oracle_claims = &FromFileAlone<&oracle::IsAwqFile>,
        .generate_valid = &gen::AwqValid,
        .violable_rules = &gen::AwqViolableRules,
        .generate_violation = &gen::AwqViolation,
@@ -359,8 +363,8 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckGptq,
        .oracle_read = &OracleGptq,
        .oracle_stream = &OracleStreamGptq,
-       .claims = &ClaimsGptq,
-       .oracle_claims = &oracle::IsGptqFile,
+       .claims = &FromFileAlone<&codec::ClaimsGptq>,
+       .oracle_claims = &FromFileAlone<&oracle::IsGptqFile>,
        .generate_valid = &gen::GptqValid,
        .violable_rules = &gen::GptqViolableRules,
        .generate_violation = &gen::GptqViolation},
@@ -374,8 +378,8 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckFp8,
        .oracle_read = &oracle::ReadFp8File,
        .oracle_stream = &oracle::StreamFp8File,
-       .claims = &codec::ClaimsFp8,
-       .oracle_claims = &oracle::IsFp8File,
+       .claims = &FromFileAlone<&codec::ClaimsFp8>,
+       .oracle_claims = &FromFileAlone<&oracle::IsFp8File>,
        .generate_valid = &gen::Fp8Valid,
        .violable_rules = &gen::Fp8ViolableRules,
        .generate_violation = &gen::Fp8Violation,
@@ -390,8 +394,8 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckPt,
        .oracle_read = &OraclePt,
        .oracle_stream = &OracleStreamPt,
-       .claims = &ClaimsPt,
-       .oracle_claims = &oracle::IsPtFile,
+       .claims = &FromFileAlone<&codec::ClaimsPt>,
+       .oracle_claims = &FromFileAlone<&oracle::IsPtFile>,
        .generate_valid = &gen::PtValid,
        .violable_rules = &gen::PtViolableRules,
        .generate_violation = &gen::PtViolation,
@@ -466,21 +470,24 @@ const FormatEntry* FindFormat(std::string_view name) {
 }
 
 namespace {
-using Claims = bool (*)(qd::ByteView);
+using Claims = bool (*)(qd::ByteView, const SideFiles&);
 
 // Formats() in order; the container format when none claims the file.
-const FormatEntry& FirstClaiming(Claims FormatEntry::*claims, qd::ByteView file) {
+const FormatEntry& FirstClaiming(Claims FormatEntry::*claims, qd::ByteView file,
+                                 const SideFiles& side_files) {
   for (const FormatEntry& f : Formats()) {
-    if ((f.*claims)(file)) return f;
+    if ((f.*claims)(file, side_files)) return f;
   }
   return Formats().back();
 }
 }  // namespace
 
-const FormatEntry& DetectFormat(qd::ByteView file) { return FirstClaiming(&FormatEntry::claims, file); }
+const FormatEntry& DetectFormat(qd::ByteView file, const SideFiles& side_files) {
+  return FirstClaiming(&FormatEntry::claims, file, side_files);
+}
 
-const FormatEntry& OracleDetectFormat(qd::ByteView file) {
-  return FirstClaiming(&FormatEntry::oracle_claims, file);
+const FormatEntry& OracleDetectFormat(qd::ByteView file, const SideFiles& side_files) {
+  return FirstClaiming(&FormatEntry::oracle_claims, file, side_files);
 }
 
 }  // namespace qd::harness

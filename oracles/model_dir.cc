@@ -198,7 +198,7 @@ qd::Outcome StreamSingleFile(const qd::DirEntry& entry, const std::string& file_
     *format = "bnb";
     return StreamBnbFile(file, file_name, sink);
   }
-  if (IsRecognisedFile(file)) {  // before AWQ and GPTQ: docs/recognised.md 2
+  if (IsRecognisedFile(file, configs)) {  // before AWQ and GPTQ: docs/recognised.md 2
     *format = "recognised";
     return StreamRecognisedFile(file, file_name, configs, sink);
   }
@@ -529,7 +529,7 @@ void StreamMergedTable(const qd::ModelDirListing& listing, const std::vector<Sha
   const std::size_t first = outcome->findings.size();
   if (StreamBnbTable(BnbTableFromMerged(table), listing.dir, outcome, sink)) {
     *format = "bnb";
-  } else if (HasRecognisedLayer(table)) {  // before AWQ and GPTQ: docs/recognised.md 2
+  } else if (HasRecognisedLayer(table, configs)) {  // before AWQ and GPTQ: docs/recognised.md 2
     *format = "recognised";
     StreamRecognisedTable(table, listing.dir, configs, outcome, sink);
   } else if (HasAwqLayer(table)) {

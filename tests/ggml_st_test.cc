@@ -73,12 +73,12 @@ Read ReadBoth(const std::vector<RawTensor>& tensors, const std::vector<qd::SideF
 
 TEST(GgmlSt, DetectsAU8QweightWithoutGptqMembers) {
   const Bytes file = qdtest::SafetensorsFile({{"l.qweight", "U8", {2, 34}, Q8Rows()}}, nullptr);
-  EXPECT_EQ(qd::harness::DetectFormat({file.data(), file.size()}).name, "ggml_st");
-  EXPECT_EQ(qd::harness::OracleDetectFormat({file.data(), file.size()}).name, "ggml_st");
+  EXPECT_EQ(qd::harness::DetectFormat({file.data(), file.size()}, {}).name, "ggml_st");
+  EXPECT_EQ(qd::harness::OracleDetectFormat({file.data(), file.size()}, {}).name, "ggml_st");
   const Bytes with_scales = qdtest::SafetensorsFile(
       {{"l.qweight", "U8", {2, 34}, Q8Rows()}, {"l.scales", "F16", {2}, Bytes(4, 0)}}, nullptr);
-  EXPECT_NE(qd::harness::DetectFormat({with_scales.data(), with_scales.size()}).name, "ggml_st");
-  EXPECT_NE(qd::harness::OracleDetectFormat({with_scales.data(), with_scales.size()}).name, "ggml_st");
+  EXPECT_NE(qd::harness::DetectFormat({with_scales.data(), with_scales.size()}, {}).name, "ggml_st");
+  EXPECT_NE(qd::harness::OracleDetectFormat({with_scales.data(), with_scales.size()}, {}).name, "ggml_st");
 }
 
 TEST(GgmlSt, DecodesQ8_0RowsAndWidensTheBias) {
@@ -238,8 +238,8 @@ TEST(GgmlSt, BlockVectorLayoutDecodesEachU8TensorUnderItsName) {
                                           {"blocks", "U8", {2, 34}, rows},
                                           {"l.qweight", "U8", {1, 34}, Bytes(rows.begin(), rows.begin() + 34)}};
   const Bytes file = qdtest::SafetensorsFile(tensors, &metadata);
-  EXPECT_EQ(qd::harness::DetectFormat({file.data(), file.size()}).name, "ggml_st");
-  EXPECT_EQ(qd::harness::OracleDetectFormat({file.data(), file.size()}).name, "ggml_st");
+  EXPECT_EQ(qd::harness::DetectFormat({file.data(), file.size()}, {}).name, "ggml_st");
+  EXPECT_EQ(qd::harness::OracleDetectFormat({file.data(), file.size()}, {}).name, "ggml_st");
   const Read r = ReadBoth(tensors, {}, &metadata);
   for (const qd::Outcome* o : {&r.codec, &r.oracle}) {
     ASSERT_FALSE(o->refused) << (o->findings.empty() ? "" : o->findings[0].rule);
