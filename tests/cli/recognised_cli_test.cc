@@ -192,6 +192,12 @@ TEST_F(RecognisedCli, ShardedBitblasDirectoryIsCheckedAsOneModelAndNotDecoded) {
   const std::string model = (dir_ / "model").string();
   ExpectCheckedNotDecoded(model, "bitblas");
 
+  // One weight file, no index: read as that file with the directory's config.
+  fs::create_directories(dir_ / "single");
+  PutFile("single/model.safetensors", MakeFile(kBitblas));
+  Put("single/config.json", std::string(R"({"quantization_config":)") + kBitblasConfig + "}");
+  ExpectCheckedNotDecoded((dir_ / "single").string(), "bitblas");
+
   // qzeros with 3 group rows where scales has 2: REC-004 names that shard.
   PutFile("model/model-00002-of-00002.safetensors", MakeFile({{"m.qzeros", "I8", {3, 8}}, {"norm", "F32", {2}}}));
   const qd::hostile::RunResult broken = Run({"check", model, "--report", "json"});
