@@ -553,14 +553,14 @@ TEST(ModelDirOracle, FindingsOfNoTensorAndNoConfigNameTheDirectory) {
 // has the wrong row count (docs/recognised.md 4).
 TEST(ModelDirOracle, ABitblasLabelMakesTheSplitGptqNamesABitblasLayer) {
   Dir d = SplitLayerDir(LayerTensors());
-  d.files["quantize_config.json"] = Text("{"bits":4,"group_size":32,"format":"bitblas"}");
+  d.files["quantize_config.json"] = Text(R"({"bits":4,"group_size":32,"format":"bitblas"})");
   ModelDirRead dir_read;
   const qd::Outcome outcome = Read(d, &dir_read);
   EXPECT_EQ(dir_read.format, "recognised");
   ExpectRefused(outcome, "REC-004", "d/" + kShard1, "l.qzeros", "shape", 8);
   // config.json without quantization_config is no source: the label is not read there.
   d.files.erase("quantize_config.json");
-  d.files["config.json"] = Text("{"format":"bitblas"}");
+  d.files["config.json"] = Text(R"({"format":"bitblas"})");
   Read(d, &dir_read);
   EXPECT_EQ(dir_read.format, "gptq");
 }
