@@ -213,8 +213,8 @@ class Campaign {
     const qd::ByteView bytes{in.generated.bytes.data(), in.generated.bytes.size()};
     // Both sides detect the instance's format (a mutant may leave its
     // generator's format; they must still agree).
-    if (auto d = qd::harness::CompareDetection(qd::harness::DetectFormat(bytes).name,
-                                               qd::harness::OracleDetectFormat(bytes).name,
+    if (auto d = qd::harness::CompareDetection(qd::harness::DetectFormat(bytes, in.generated.side_files).name,
+                                               qd::harness::OracleDetectFormat(bytes, in.generated.side_files).name,
                                                format.name)) {
       Record(qd::reports::Problem::Kind::kDivergence, d->signature,
              d->detail + " [" + in.generated.description + "]", in, counts, rule_counts);

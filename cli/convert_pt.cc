@@ -160,7 +160,7 @@ int RunConvertPt(const std::string& path, const std::string& out) {
   if (!OpenInput(path, &file, &error)) return IoError("convert", "cannot read " + error);
   const qd::ByteView bytes = file.View();
   const qd::harness::FormatEntry& pt = *qd::harness::FindFormat("pt");
-  if (!pt.claims(bytes)) {
+  if (!pt.claims(bytes, {})) {  // a .pt is claimed by its bytes alone
     return UsageError("convert", path + " is not a torch .pt/.bin file (docs/pt.md 1.1); "
                                         "--to safetensors converts only those");
   }

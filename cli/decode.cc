@@ -140,7 +140,7 @@ int RunDecode(const std::vector<std::string>& argv) {
   if (!CheckOutputTarget(*out, inputs, &error)) return IoError("decode", error);
   const qd::ByteView bytes = file.View();
   const qd::harness::FormatEntry* format =
-      directory ? nullptr : forced ? forced : &qd::harness::DetectFormat(bytes);
+      directory ? nullptr : forced ? forced : &qd::harness::DetectFormat(bytes, side_files);
 
   OutputFile output;
   if (!output.Open(*out, inputs, &error)) return IoError("decode", error);

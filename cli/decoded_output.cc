@@ -181,7 +181,7 @@ std::optional<qd::Outcome> CheckVerbOutcome(qd::ByteView bytes, const std::strin
                                             const qd::harness::FormatEntry* forced,
                                             const qd::harness::FormatEntry** format,
                                             std::string* error) {
-  const qd::harness::FormatEntry& used = forced ? *forced : qd::harness::DetectFormat(bytes);
+  const qd::harness::FormatEntry& used = forced ? *forced : qd::harness::DetectFormat(bytes, side_files);
   if (format != nullptr) *format = &used;
   std::string reader_error;
   std::optional<qd::Outcome> outcome =
@@ -234,7 +234,7 @@ int VerifyWrittenAsCheckWould(const std::string& temporary, const std::string& t
     // A format whose readers need a quantize config (its files can break
     // the CFG rules: GPTQ owns them, AWQ runs them too) and none beside TARGET: the caller's input was never read as that
     // format (docs/pt.md 6.4), so the container is what it vouches for.
-    const qd::harness::FormatEntry& detected = qd::harness::DetectFormat(bytes);
+    const qd::harness::FormatEntry& detected = qd::harness::DetectFormat(bytes, beside);
     if (detected.ReachesRule("CFG-003")) {
       const qd::harness::FormatEntry& container = *qd::harness::FindFormat("safetensors");
       const std::optional<qd::Outcome> outcome =

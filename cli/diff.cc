@@ -131,14 +131,14 @@ int RunDiff(const std::vector<std::string>& argv) {
     for (const qd::SideFile& side : side_files) inputs.push_back(side.name);
     const qd::ByteView bytes = file.View();
     const qd::harness::FormatEntry& format =
-        options.forced ? *options.forced : qd::harness::DetectFormat(bytes);
+        options.forced ? *options.forced : qd::harness::DetectFormat(bytes, side_files);
     const std::string name(format.name);
     // Which readers run is itself an answer both sides give (README "Which
     // format a file is"); a difference outranks whatever the readers say.
     const std::optional<qd::harness::Divergence> detection =
         options.forced ? std::nullopt
                        : qd::harness::CompareDetection(
-                             format.name, qd::harness::OracleDetectFormat(bytes).name, name);
+                             format.name, qd::harness::OracleDetectFormat(bytes, side_files).name, name);
     // Both readers stream and are compared chunk by chunk (README "Resources").
     const qd::harness::StreamedDiff diff =
         qd::harness::DiffStreams(format, bytes, path, side_files);

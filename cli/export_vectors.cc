@@ -54,14 +54,10 @@ extern const std::string_view kExportVectorsHelp =
     "                 (required), instead of a folder: `tar -xzf` gives the folder\n"
     "  --count N      tests per group (default 4)\n"
     "  --seed S       generator seed (default 1)\n"
-    "  --pt-shape torch-1.13  the pt files as torch 1.13's torch.save writes a state
-"
-    "                 dict (test-impl --help; needs --out)
-"
-    "  --format NAME  only this format; NAME is one of
-"
-    "                 {formats}, model_dir
-"
+    "  --pt-shape torch-1.13  the pt files as torch 1.13's torch.save writes a state\n"
+    "                 dict (test-impl --help; needs --out)\n"
+    "  --format NAME  only this format; NAME is one of\n"
+    "                 {formats}, model_dir\n"
     "\n"
     "exit: 0 written, 2 usage error or unwritable DIR\n";
 

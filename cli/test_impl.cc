@@ -68,12 +68,9 @@ extern const std::string_view kTestImplHelp =
     "                    hold up (bad pointers, counts, names, rule IDs) is\n"
     "                    garbage. --timeout does not apply: a module that hangs\n"
     "                    or crashes takes quantdiff with it\n"
-    "  --format LIST     comma-separated formats of {formats},
-"
-    "                    model_dir for the directories (default: every format,
-"
-    "                    and model_dir with --cmd)
-"
+    "  --format LIST     comma-separated formats of {formats},\n"
+    "                    model_dir for the directories (default: every format,\n"
+    "                    and model_dir with --cmd)\n"
     "  --only TCID       one vector (with a single --format): the reproducer\n"
     "  --timeout SECONDS per run (default 10)\n"
     "  --jobs N          runs at once (default 1)\n"
@@ -276,7 +273,8 @@ Verdict CompareTensors(const std::vector<qd::DecodedTensor>& got_tensors, const 
 std::vector<Expectation> Expectations(const qd::harness::FormatEntry* format, const TestVector& v) {
   std::vector<Expectation> out = {v.exported ? *v.exported : VectorExpectation(format, v)};
   if (v.directory) return out;  // a directory is one reading: no detection
-  const qd::harness::FormatEntry& detected = qd::harness::OracleDetectFormat(qd::ByteView{v.bytes.data(), v.bytes.size()});
+  const qd::harness::FormatEntry& detected =
+      qd::harness::OracleDetectFormat(qd::ByteView{v.bytes.data(), v.bytes.size()}, v.side_files);
   if (detected.name != format->name) {
     std::string error;
     const std::optional<qd::Outcome> other =

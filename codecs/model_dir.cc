@@ -512,7 +512,7 @@ void DirReader::ReadFormat(TensorTable table, const std::string& name, const Ind
     read_->format = "bnb";
     findings = std::move(bnb.findings);
     outcome_.refused = bnb.refused;
-  } else if (HasRecognisedLayer(bnb.table)) {  // before AWQ and GPTQ: docs/recognised.md 2
+  } else if (HasRecognisedLayer(bnb.table, Configs())) {  // before AWQ and GPTQ: docs/recognised.md 2
     read_->format = "recognised";
     recognised = ReadRecognisedTable(std::move(bnb.table), name, Configs());
     findings = std::move(recognised->findings);

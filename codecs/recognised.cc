@@ -22,7 +22,10 @@ using json = nlohmann::json;
 
 constexpr std::int64_t kHeaderOffset = 8;
 
-enum class DtypeSet : std::uint8_t { kAny, kFloat, kF16, kF32, kI32, kI32OrI64 };
+// kInteger: any integer dtype (BitBLAS's storage dtype, "usually int8");
+// kAsQweight: the layer's qweight dtype (BitBLAS zeros "in that compressed
+// dtype").
+enum class DtypeSet : std::uint8_t { kAny, kFloat, kF16, kF32, kI32, kI32OrI64, kInteger, kAsQweight };
 
 struct Member {
   std::string_view suffix;
@@ -73,11 +76,22 @@ constexpr Member kParo[] = {
     {"pairs", true, true},                         {"channel_scales", true, true},
     {"bias", false, false, DtypeSet::kFloat, 1},
 };
+// Markers only under a config labelled bitblas (docs/recognised.md 2).
+constexpr Member kBitblas[] = {
+    {"qweight", true, true, DtypeSet::kInteger, -1},
+    {"scales", true, true, DtypeSet::kFloat, 2},
+    {"qzeros", false, true, DtypeSet::kAsQweight, 2, true},
+    {"zeros", false, true, DtypeSet::kAsQweight, 2, true},
+    {"bias", false, false, DtypeSet::kFloat, 1},
+};
 // Member indices the shape equations use.
 enum : std::size_t { kCentroids = 0, kIndices = 1, kResCentroids = 2, kOutlierCentroids = 3,
                      kOutlierIndices = 4, kWeightScale = 5, kWeightBias = 6 };
 enum : std::size_t { kQqqB = 0, kQqqChannel = 1, kQqqGroup = 2, kQqqBias = 3 };
 enum : std::size_t { kParoQweight = 0, kParoQzeros = 1, kParoScales = 2, kParoBias = 6 };
+enum : std::size_t { kBitblasQweight = 0, kBitblasScales = 1, kBitblasQzeros = 2, kBitblasZeros = 3,
+                     kBitblasBias = 4 };
+constexpr std::size_t kBitblasFamily = 4;  // Families() index
 
 // torch_dtype names (docs/recognised.md section 5), "torch." removed.
 constexpr std::pair<std::string_view, Dtype> kTorchDtypes[] = {
@@ -97,6 +111,10 @@ bool InSet(DtypeSet set, Dtype d) {
     case DtypeSet::kF32: return d == Dtype::kF32;
     case DtypeSet::kI32: return d == Dtype::kI32;
     case DtypeSet::kI32OrI64: return d == Dtype::kI32 || d == Dtype::kI64;
+    case DtypeSet::kInteger:
+      return d == Dtype::kI8 || d == Dtype::kU8 || d == Dtype::kI16 || d == Dtype::kU16 ||
+             d == Dtype::kI32 || d == Dtype::kU32 || d == Dtype::kI64 || d == Dtype::kU64;
+    case DtypeSet::kAsQweight: return false;  // CheckLayer compares with qweight's
   }
   return false;
 }
@@ -111,34 +129,84 @@ std::optional<std::string_view> PrefixOf(std::string_view name, std::string_view
   return p;
 }
 
-// True when NAME is P + a marker of some family (docs/recognised.md 2).
-bool IsMarkerName(std::string_view name) {
+// True when NAME is P + a marker of some family (docs/recognised.md 2);
+// BitBLAS's markers count only in a file whose config is labelled bitblas.
+bool IsMarkerName(std::string_view name, bool bitblas_label) {
   for (const std::span<const Member> members : {std::span<const Member>(kExl3), std::span<const Member>(kVptq),
                                                std::span<const Member>(kQqq), std::span<const Member>(kParo)}) {
     for (const Member& m : members) {
       if (m.marker && PrefixOf(name, m.suffix)) return true;
     }
   }
-  return false;
+  if (!bitblas_label) return false;
+  return std::any_of(std::begin(kBitblas), std::end(kBitblas),
+                     [&](const Member& m) { return m.marker && PrefixOf(name, m.suffix); });
+}
+
+// What docs/recognised.md section 2 reads from the config: the winner W (the
+// first source, a config.json without quantization_config being no source,
+// docs/gptq.md section 1) labels the file bitblas, and its bits.
+struct BitblasConfig {
+  bool labelled = false;
+  std::optional<std::uint64_t> bits;  // a digits-only integer >= 1, else unknown
+};
+
+BitblasConfig ReadBitblasConfig(const std::vector<qd::SideFile>& configs) {
+  for (const qd::SideFile& source : configs) {
+    std::optional<json> doc = ParseStrictJson(source.bytes.data(), source.bytes.size());
+    if (!doc || !doc->is_object()) return {};
+    const json* config = &*doc;
+    if (std::string_view(source.name).substr(source.name.rfind('/') + 1) == "config.json") {
+      const auto q = doc->find("quantization_config");
+      if (q == doc->end() || q->is_null()) continue;  // no source at all
+      if (!q->is_object()) return {};
+      config = &*q;
+    }
+    auto text_of = [&](const char* key) -> std::string {
+      const auto v = config->find(key);
+      return v != config->end() && v->is_string() ? v->get<std::string>() : std::string();
+    };
+    BitblasConfig out;
+    // A marlin label or is_marlin_format true keeps the file GPTQ's (GPTQ-005).
+    const auto is_marlin = config->find("is_marlin_format");
+    bool marlin = is_marlin != config->end() && is_marlin->is_boolean() && is_marlin->get<bool>();
+    for (const char* key : {"method", "quant_method", "format", "checkpoint_format"}) {
+      const std::string label = text_of(key);
+      marlin = marlin || label == "marlin";
+      out.labelled = out.labelled || label == "bitblas";
+    }
+    out.labelled = out.labelled && !marlin;
+    for (const char* key : {"bits", "w_bit", "wbits"}) {
+      const auto v = config->find(key);
+      if (v == config->end() || v->is_null()) continue;
+      if (v->is_number_unsigned() && v->get<std::uint64_t>() >= 1) out.bits = v->get<std::uint64_t>();
+      break;
+    }
+    return out;
+  }
+  return {};
 }
 
 class Reader {
  public:
   // TABLE is read (it outlives the reader); findings and layers go to *R.
-  Reader(const std::string& file_name, const TensorTable& table, RecognisedResult* r)
-      : file_(file_name), table_(table), r_(r) {}
+  Reader(const std::string& file_name, const TensorTable& table, BitblasConfig bitblas,
+         RecognisedResult* r)
+      : file_(file_name), table_(table), bitblas_(bitblas), r_(r) {}
 
-  const std::array<Family, 4>& Families() const {
-    static const std::array<Family, 4> families = {{
+  const std::array<Family, 5>& Families() const {
+    static const std::array<Family, 5> families = {{
         {"exl3", "EXL3", kExl3, &Reader::Exl3Shapes},
         {"vptq", "VPTQ", kVptq, &Reader::VptqShapes},
         {"qqq", "QQQ", kQqq, &Reader::QqqShapes},
         {"paroquant", "ParoQuant", kParo, &Reader::ParoShapes},
+        {"bitblas", "BitBLAS", kBitblas, &Reader::BitblasShapes},
     }};
     return families;
   }
 
-  // Section 2: every prefix with a marker, family = the first with one.
+  // Section 2: every prefix with a marker, family = the first with one
+  // (bitblas only under its label).
   void Discover() {
     const TensorTable& ts = table_;
     for (std::size_t i = 0; i < ts.size(); ++i) {
@@ -146,6 +214,7 @@ class Reader {
     }
     std::map<std::string, std::size_t> family_of;  // prefix -> family index
     for (std::size_t f = 0; f < Families().size(); ++f) {
+      if (f == kBitblasFamily && !bitblas_.labelled) continue;
       for (const auto& [name, i] : by_name_) {
         for (const Member& m : Families()[f].members) {
           if (!m.marker) continue;
@@ -239,6 +308,12 @@ class Reader {
       return TensorFail("REC-002", anchor, std::string(kVptq[missing].suffix),
                         "an outlier codebook and its index stream go together");
     }
+    // L1, REC-008: BitBLAS's zeros aliases qzeros; both is two tensors.
+    if (l.family == kBitblasFamily && l.present[kBitblasQzeros] && l.present[kBitblasZeros]) {
+      return TensorFail("REC-008", Name(*l.present[kBitblasZeros]), "zeros",
+                        "BitBLAS layer " + l.layer.prefix +
+                            " holds both qzeros and zeros, which alias one tensor");
+    }
     // L2: QQQ has no g_idx.
     if (family.name == "qqq") {
       const std::string g_idx = l.layer.prefix + "g_idx";
@@ -251,7 +326,10 @@ class Reader {
       if (!l.present[m]) continue;
       const Member& member = family.members[m];
       const TableTensor t = T(*l.present[m]);
-      if (!InSet(member.dtypes, t.dtype)) {
+      const bool dtype_ok = member.dtypes == DtypeSet::kAsQweight
+                                ? t.dtype == T(*l.present[kBitblasQweight]).dtype
+                                : InSet(member.dtypes, t.dtype);
+      if (!dtype_ok) {
         return TensorFail("REC-003", std::string(t.name), "dtype",
                           std::string(InfoOf(t.dtype).name) + " is not a dtype of " +
                               std::string(member.suffix));
@@ -330,6 +408,29 @@ class Reader {
     }
     if (p[kParoBias] && T(*p[kParoBias]).shape[0] != n) {
       return ShapeFail(*p[kParoBias], "bias is not [N]");
+    }
+    return true;
+  }
+
+  // N and G from scales (the repacked qweight anchors nothing), storage bits
+  // from qweight's dtype, b from the config.
+  bool BitblasShapes(const Present& p) {
+    const TableTensor scales_tensor = T(*p[kBitblasScales]);
+    const std::uint64_t n = scales_tensor.shape[0];
+    const std::uint64_t groups = scales_tensor.shape[1];
+    if (n == 0 || groups == 0) return ShapeFail(*p[kBitblasScales], "scales is not [N, G] with N, G >= 1");
+    const std::optional<std::size_t> zeros = p[kBitblasQzeros] ? p[kBitblasQzeros] : p[kBitblasZeros];
+    if (zeros && T(*zeros).element_count != 0) {
+      const TableTensor z = T(*zeros);
+      const unsigned __int128 storage_bits = InfoOf(z.dtype).bits;
+      const bool width_ok = !bitblas_.bits || static_cast<unsigned __int128>(z.shape[1]) * storage_bits ==
+                                                  static_cast<unsigned __int128>(n) * *bitblas_.bits;
+      if (z.shape[0] != groups || !width_ok) {
+        return ShapeFail(*zeros, std::string(z.name) + " is not [G, N*b/storage_bits]");
+      }
+    }
+    if (p[kBitblasBias] && T(*p[kBitblasBias]).shape[0] != n) {
+      return ShapeFail(*p[kBitblasBias], "bias is not [N]");
     }
     return true;
   }
@@ -428,6 +529,7 @@ class Reader {
 
   std::string file_;
   const TensorTable& table_;
+  BitblasConfig bitblas_;
   RecognisedResult* r_;
   std::map<std::string_view, std::size_t, std::less<>> by_name_;  // listed tensors
   std::vector<Found> layers_;
@@ -455,7 +557,7 @@ RecognisedResult ReadRecognisedTable(TensorTable table, const std::string& file_
   RecognisedResult r;
   r.findings = std::move(container_findings);
   r.table = std::move(table);
-  Reader reader(file_name, r.table, &r);
+  Reader reader(file_name, r.table, ReadBitblasConfig(configs), &r);
   reader.Discover();
   r.is_recognised = !reader.empty();
   reader.Check(configs);
@@ -470,21 +572,23 @@ RecognisedResult ReadRecognised(qd::ByteView file, const std::string& file_name,
                              std::move(c.findings));
 }
 
-bool HasRecognisedLayer(const TensorTable& table) {
+bool HasRecognisedLayer(const TensorTable& table, const std::vector<qd::SideFile>& configs) {
   // A layer exists exactly when some listed tensor is P + marker (section 2):
   // one pass, nothing built, since every file passes through detection.
+  const bool bitblas_label = ReadBitblasConfig(configs).labelled;
   for (std::size_t i = 0; i < table.size(); ++i) {
     const TableTensor t = table[i];
-    if (t.listed && IsMarkerName(t.name)) return true;
+    if (t.listed && IsMarkerName(t.name, bitblas_label)) return true;
   }
   return false;
 }
 
-bool ClaimsRecognised(const ClaimInput& input) {
+bool ClaimsRecognised(const ClaimInput& input, const std::vector<qd::SideFile>& configs) {
   const TensorTable* table = input.Get();
   if (table == nullptr) return false;
+  const bool bitblas_label = ReadBitblasConfig(configs).labelled;
   for (std::size_t i = 0; i < table->size(); ++i) {
-    if (IsMarkerName((*table)[i].name)) return true;
+    if (IsMarkerName((*table)[i].name, bitblas_label)) return true;
   }
   return false;
 }

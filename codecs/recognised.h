@@ -1,6 +1,6 @@
 // recognised.h: the production reader for the families quantdiff recognises
-// and checks but does not decode: EXL3, VPTQ, QQQ and ParoQuant checkpoints
-// (spec 004). docs/recognised.md is the contract (detection, check order,
+// and checks but does not decode: EXL3, VPTQ, QQQ, ParoQuant and BitBLAS
+// checkpoints (spec 004). docs/recognised.md is the contract (detection, check order,
 // what each family fixes, EXL3's tensor_storage); oracles/recognised.cc
 // implements the same page independently.
 //
@@ -24,7 +24,7 @@ namespace qd::codec {
 
 // One layer of docs/recognised.md section 2.
 struct RecognisedLayer {
-  std::string family;                // "exl3", "vptq", "qqq", "paroquant"
+  std::string family;                // "exl3", "vptq", "qqq", "paroquant", "bitblas"
   std::string prefix;                // "model.layers.0.mlp.up_proj." (with the dot)
   std::vector<std::size_t> members;  // RecognisedResult::table indices, member order
   std::size_t anchor = 0;            // RecognisedResult::table index
@@ -39,7 +39,7 @@ struct RecognisedResult {
 };
 
 // Container rules, then docs/recognised.md section 3. configs are the
-// sources in priority order (only an EXL3 file reads them).
+// sources in priority order (EXL3's tensor_storage; BitBLAS's label and bits).
 RecognisedResult ReadRecognised(qd::ByteView file, const std::string& file_name,
                                 const std::vector<qd::SideFile>& configs);
 
@@ -49,13 +49,15 @@ RecognisedResult ReadRecognised(qd::ByteView file, const std::string& file_name,
 RecognisedResult ReadRecognisedTable(TensorTable table, const std::string& file_name,
                                      const std::vector<qd::SideFile>& configs,
                                      std::vector<qd::Finding> container_findings = {});
-// docs/recognised.md section 2, Detection, on a table: a layer of a family.
-bool HasRecognisedLayer(const TensorTable& table);
+// docs/recognised.md section 2, Detection, on a table: a layer of a family
+// (a BitBLAS layer only when CONFIGS' winner is labelled bitblas).
+bool HasRecognisedLayer(const TensorTable& table, const std::vector<qd::SideFile>& configs);
 // Section 6's tensors of an accepted result to SINK (announced first).
 void StreamRecognisedTensors(const RecognisedResult& result, TensorSink& sink);
 
-// docs/recognised.md section 2, Detection: a cheap look at the header alone.
-bool ClaimsRecognised(const ClaimInput& input);
+// docs/recognised.md section 2, Detection: a cheap look at the header and,
+// for BitBLAS's label, the config sources.
+bool ClaimsRecognised(const ClaimInput& input, const std::vector<qd::SideFile>& configs);
 
 // Findings and, for an accepted file, the tensors of section 6, one at a time
 // to a sink (announced first) or collected.

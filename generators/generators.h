@@ -76,8 +76,8 @@ std::vector<std::string> RbqViolableRules();
 Generated RbqViolation(std::string_view rule, Rng& rng);
 
 // Recognised, not decoded (rules REC-*, docs/recognised.md): EXL3 layers
-// with their config's tensor_storage, VPTQ, QQQ and ParoQuant layers, beside
-// dense tensors.
+// with their config's tensor_storage, VPTQ, QQQ and ParoQuant layers, and
+// BitBLAS layers with their config's bitblas label, beside dense tensors.
 Generated RecognisedValid(Rng& rng);
 std::vector<std::string> RecognisedViolableRules();
 Generated RecognisedViolation(std::string_view rule, Rng& rng);

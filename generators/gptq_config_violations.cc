@@ -191,8 +191,10 @@ Generated ViolateCfg005(const std::string& r, Rng& rng) {
   }
   EraseGroup(w, kFormatKeys);
   const std::string key = OneOf(rng, kFormatKeys);
+  // "BitBLAS", not "bitblas": the lowercase label makes a BitBLAS file, which
+  // the recognised format claims (docs/recognised.md 2).
   w[key] = key == "version" ? OneOf<std::string>(rng, {"GEMM", "gemv", "gptq-v2", "v2"})
-                            : OneOf<std::string>(rng, {"gptq_v3", "GPTQ", "awq", "gptq_marlin", "bitblas"});
+                            : OneOf<std::string>(rng, {"gptq_v3", "GPTQ", "awq", "gptq_marlin", "BitBLAS"});
   return d.Write(r, "format is not gptq, gptq_v2 or gptq_p");
 }
 

@@ -1,7 +1,8 @@
 // recognised.cc: valid and rule-targeted instances of the recognised
 // families (docs/recognised.md): EXL3 (with its config's tensor_storage),
-// VPTQ, QQQ and ParoQuant layers beside a dense tensor, and one violation
-// generator per REC rule that breaks exactly that rule.
+// VPTQ, QQQ, ParoQuant and BitBLAS (with its config's bitblas label) layers
+// beside a dense tensor, and one violation generator per REC rule that
+// breaks exactly that rule.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -21,16 +22,21 @@ struct Spec {
 };
 
 // A file before it is written: tensors (bytes filled at Write), and for EXL3
-// the tensor_storage description and how the config is named.
+// the tensor_storage description and how the config is named; for BitBLAS
+// the storage dtype, bits and the config key that carries the label.
 struct Draft {
   std::string family;
   std::string prefix;
   std::vector<Spec> tensors;
-  bool exl3_config_nested = false;
+  bool config_nested = false;  // config.json's quantization_config, else quantize_config.json
   std::vector<std::uint8_t> config_override;  // non-empty: the config bytes as given
   bool no_config = false;
   // EXL3: the stored_tensors entries, by qualified name.
   std::map<std::string, Spec> stored;
+  // BitBLAS: every layer shares them (one config).
+  std::string storage_dtype;
+  std::uint64_t bits = 0;
+  std::string label_key;
 
   Spec* Find(const std::string& suffix) {
     for (Spec& s : tensors) {
@@ -44,7 +50,7 @@ struct Draft {
 };
 
 std::uint64_t ItemSize(const std::string& dtype) {
-  if (dtype == "F16" || dtype == "BF16" || dtype == "I16") return 2;
+  if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
   if (dtype == "F32" || dtype == "I32") return 4;
   if (dtype == "I64" || dtype == "F64") return 8;
   return 1;
@@ -125,6 +131,21 @@ void AddLayer(Draft* d, const std::string& family, const std::string& p, Rng& rn
       add("s_group", "F16", {divisors[Pick(rng, divisors.size())], n});
     }
     if (Coin(rng)) add("bias", "F16", {n});
+  } else if (family == "bitblas") {
+    // scales [N, G], zeros [G, N*b/storage_bits] (spec 004 BITBLAS); qweight's
+    // shape is BitBLAS's own: [N, K*b/storage_bits] here.
+    const std::uint64_t storage_bits = 8 * ItemSize(d->storage_dtype);
+    const std::uint64_t groups = Between(rng, 1, 3), k = groups * 32 * Between(rng, 1, 2);
+    const std::uint64_t n = Between(rng, 1, 3) * 32 / d->bits;
+    add("qweight", d->storage_dtype, {n, k * d->bits / storage_bits});
+    add("scales", Coin(rng) ? "F16" : "BF16", {n, groups});
+    const std::uint64_t zeros = Pick(rng, 4);  // none, qzeros, zeros, an empty qzeros
+    if (zeros == 1 || zeros == 2) {
+      add(zeros == 1 ? "qzeros" : "zeros", d->storage_dtype, {groups, n * d->bits / storage_bits});
+    } else if (zeros == 3) {
+      add("qzeros", d->storage_dtype, {0});
+    }
+    if (Coin(rng)) add("bias", "F16", {n});
   } else {  // paroquant
     const std::uint64_t groups = Between(rng, 1, 3), k = groups * Between(rng, 1, 4) * 8;
     const std::uint64_t words = Between(rng, 1, 3);
@@ -139,13 +160,20 @@ void AddLayer(Draft* d, const std::string& family, const std::string& p, Rng& rn
 }
 
 const std::vector<std::string>& FamilyNames() {
-  static const std::vector<std::string> names = {"exl3", "vptq", "qqq", "paroquant"};
+  static const std::vector<std::string> names = {"exl3", "vptq", "qqq", "paroquant", "bitblas"};
   return names;
 }
 
 Draft RandomDraft(Rng& rng, const std::string& family) {
   Draft d;
   d.family = family;
+  if (family == "bitblas") {
+    static const char* const kStorage[] = {"I8", "U8", "I16", "I32"};
+    static const char* const kLabelKeys[] = {"format", "checkpoint_format", "quant_method", "method"};
+    d.storage_dtype = kStorage[Pick(rng, 4)];
+    d.bits = std::uint64_t{2} << Pick(rng, 3);  // 2, 4, 8: GPTQ_BITBLAS's bits
+    d.label_key = kLabelKeys[Pick(rng, 4)];
+  }
   const std::uint64_t layers = Between(rng, 1, 2);
   for (std::uint64_t i = 0; i < layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".mlp.down_proj.";
@@ -155,12 +183,26 @@ Draft RandomDraft(Rng& rng, const std::string& family) {
   // Dense tensors of no layer: decoded as the container decodes them.
   d.tensors.push_back({"model.norm.weight", Coin(rng) ? "F32" : "F16", {Between(rng, 1, 16)}});
   if (Coin(rng)) d.tensors.push_back({"model.embed_tokens.weight", "BF16", {Between(rng, 1, 4), 8}});
-  d.exl3_config_nested = Coin(rng);
+  d.config_nested = Coin(rng);
   std::shuffle(d.tensors.begin(), d.tensors.end(), rng);
   return d;
 }
 
+// GPT-QModel's config of a BitBLAS export (spec 004: the GPTQ export
+// family's keys, the label in one of the method or format keys).
+nlohmann::json BitblasConfig(const Draft& d) {
+  nlohmann::json q = {{"bits", d.bits}, {"group_size", -1}, {"desc_act", false}, {"sym", true}};
+  if (d.label_key != "quant_method" && d.label_key != "method") q["quant_method"] = "gptq";
+  q[d.label_key] = "bitblas";
+  return q;
+}
+
 std::vector<std::uint8_t> ConfigBytes(const Draft& d) {
+  if (d.family == "bitblas") {
+    const nlohmann::json q = BitblasConfig(d);
+    const std::string text = (d.config_nested ? nlohmann::json{{"quantization_config", q}} : q).dump();
+    return {text.begin(), text.end()};
+  }
   nlohmann::json storage = nlohmann::json::object();
   for (const auto& [name, s] : d.stored) {
     const std::string module = name.substr(0, name.rfind('.'));
@@ -168,7 +210,7 @@ std::vector<std::uint8_t> ConfigBytes(const Draft& d) {
   }
   nlohmann::json q = {{"quant_method", "exl3"}, {"format", "exl3"}, {"bits_per_weight", 4.0},
                       {"tensor_storage", storage}};
-  const nlohmann::json config = d.exl3_config_nested ? nlohmann::json{{"quantization_config", q}} : q;
+  const nlohmann::json config = d.config_nested ? nlohmann::json{{"quantization_config", q}} : q;
   const std::string text = config.dump();
   return {text.begin(), text.end()};
 }
@@ -183,8 +225,8 @@ Generated Write(const Draft& d, const std::string& rule, const std::string& what
   const codec::MetadataList metadata = {{"format", "pt"}};
   Generated g{codec::SerializeSafetensors(tensors, &metadata), rule,
               d.family + ": " + what, {}};
-  if (d.family == "exl3" && !d.no_config) {
-    g.side_files.push_back({d.exl3_config_nested ? "config.json" : "quantize_config.json",
+  if ((d.family == "exl3" || d.family == "bitblas") && !d.no_config) {
+    g.side_files.push_back({d.config_nested ? "config.json" : "quantize_config.json",
                             d.config_override.empty() ? ConfigBytes(d) : d.config_override});
   }
   return g;
@@ -201,8 +243,9 @@ Generated Violate(std::string_view rule, Rng& rng) {
         {"exl3", {"trellis"}},
         {"vptq", {"centroids.weight", "indices", "outlier_centroids.weight", "outlier_indices"}},
         {"qqq", {"B", "s_channel", "s_group"}},
-        {"paroquant", {"qweight", "qzeros", "scales", "theta", "pairs", "channel_scales"}}};
-    const std::string family = FamilyNames()[Pick(rng, 4)];
+        {"paroquant", {"qweight", "qzeros", "scales", "theta", "pairs", "channel_scales"}},
+        {"bitblas", {"qweight", "scales"}}};
+    const std::string family = FamilyNames()[Pick(rng, FamilyNames().size())];
     Draft d = RandomDraft(rng, family);
     const auto& options = required.at(family);
     const std::string drop = options[Pick(rng, options.size())];
@@ -218,19 +261,21 @@ Generated Violate(std::string_view rule, Rng& rng) {
     return Write(d, r, "without " + d.prefix + drop, rng);
   }
   if (r == "REC-003") {
-    const std::string family = FamilyNames()[1 + Pick(rng, 3)];
+    const std::string family = FamilyNames()[1 + Pick(rng, FamilyNames().size() - 1)];
     Draft d = RandomDraft(rng, family);
     static const std::map<std::string, std::vector<std::pair<std::string, std::string>>> bad_dtype = {
         {"vptq", {{"centroids.weight", "I32"}, {"indices", "I64"}}},
         {"qqq", {{"B", "U8"}, {"s_channel", "F16"}, {"s_group", "F32"}}},
-        {"paroquant", {{"qweight", "I16"}, {"scales", "I32"}}}};
+        {"paroquant", {{"qweight", "I16"}, {"scales", "I32"}}},
+        {"bitblas", {{"qweight", "F16"}, {"scales", "I32"}, {"scales", "U8"}}}};
     const auto& options = bad_dtype.at(family);
     const auto& [suffix, dtype] = options[Pick(rng, options.size())];
     Spec* s = d.Find(suffix);
     std::uint64_t elements = 1;
     for (std::uint64_t x : s->shape) elements *= x;
-    // An empty s_group has any rank (section 4): only its dtype can be wrong.
-    if (Coin(rng) || elements == 0) {
+    // An empty s_group and BitBLAS's qweight have any rank (section 4): only
+    // their dtype can be wrong.
+    if (Coin(rng) || elements == 0 || (family == "bitblas" && suffix == "qweight")) {
       s->dtype = dtype;
       return Write(d, r, suffix + " as " + dtype, rng);
     }
@@ -238,8 +283,13 @@ Generated Violate(std::string_view rule, Rng& rng) {
     return Write(d, r, suffix + " with rank " + std::to_string(s->shape.size()), rng);
   }
   if (r == "REC-004") {
-    const std::string family = FamilyNames()[1 + Pick(rng, 3)];
+    const std::string family = FamilyNames()[1 + Pick(rng, FamilyNames().size() - 1)];
     Draft d = RandomDraft(rng, family);
+    if (family == "bitblas") {  // N or G zero: the one equation every layer has
+      const std::size_t dim = Pick(rng, 2);
+      d.Find("scales")->shape[dim] = 0;
+      return Write(d, r, "scales.shape[" + std::to_string(dim) + "] zero", rng);
+    }
     static const std::map<std::string, std::vector<std::pair<std::string, std::size_t>>> dims = {
         {"vptq", {{"indices", 0}}},
         {"qqq", {{"B", 1}, {"s_channel", 0}, {"s_channel", 1}}},
@@ -264,7 +314,7 @@ Generated Violate(std::string_view rule, Rng& rng) {
     } else if (how == 1) {
       d.config_override = Utf8("{\"tensor_storage\": {}, \"tensor_storage\": {}}");
     } else if (how == 2) {
-      d.config_override = Utf8(d.exl3_config_nested ? "{\"quantization_config\": [1]}" : "{\"bits\": 4}");
+      d.config_override = Utf8(d.config_nested ? "{\"quantization_config\": [1]}" : "{\"bits\": 4}");
     } else if (how == 3) {
       bad["tensor_storage"]["m"] = {{"stored_tensors", nlohmann::json::array()}};
     } else if (how == 4) {
@@ -273,7 +323,7 @@ Generated Violate(std::string_view rule, Rng& rng) {
       bad["tensor_storage"]["m"]["stored_tensors"][name] = {{"shape", nlohmann::json::array({1})}, {"torch_dtype", 16}};
     }
     if (how >= 3) {
-      d.config_override = Utf8(Text(d.exl3_config_nested ? nlohmann::json{{"quantization_config", bad}} : bad));
+      d.config_override = Utf8(Text(d.config_nested ? nlohmann::json{{"quantization_config", bad}} : bad));
     }
     return Write(d, r, "tensor_storage broken (" + std::to_string(how) + ")", rng);
   }
@@ -293,18 +343,28 @@ Generated Violate(std::string_view rule, Rng& rng) {
     }
     return Write(d, r, "tensor_storage disagrees (" + std::to_string(how) + ")", rng);
   }
+  if (r == "REC-008") {
+    Draft d = RandomDraft(rng, "bitblas");
+    d.Erase("qzeros");
+    d.Erase("zeros");
+    const std::vector<std::uint64_t> scales = d.Find("scales")->shape;
+    const std::uint64_t width = scales[0] * d.bits / (8 * ItemSize(d.storage_dtype));
+    d.tensors.push_back({d.prefix + "qzeros", d.storage_dtype, {scales[1], width}});
+    d.tensors.push_back({d.prefix + "zeros", d.storage_dtype, {scales[1], width}});
+    return Write(d, r, "qzeros and its alias zeros both stored", rng);
+  }
   // REC-101: every accepted file warns with it.
-  return Write(RandomDraft(rng, FamilyNames()[Pick(rng, 4)]), r, "valid", rng);
+  return Write(RandomDraft(rng, FamilyNames()[Pick(rng, FamilyNames().size())]), r, "valid", rng);
 }
 
 }  // namespace
 
 Generated RecognisedValid(Rng& rng) {
-  return Write(RandomDraft(rng, FamilyNames()[Pick(rng, 4)]), "", "valid", rng);
+  return Write(RandomDraft(rng, FamilyNames()[Pick(rng, FamilyNames().size())]), "", "valid", rng);
 }
 
 std::vector<std::string> RecognisedViolableRules() {
-  return {"REC-002", "REC-003", "REC-004", "REC-005", "REC-006", "REC-007", "REC-101"};
+  return {"REC-002", "REC-003", "REC-004", "REC-005", "REC-006", "REC-007", "REC-008", "REC-101"};
 }
 
 Generated RecognisedViolation(std::string_view rule, Rng& rng) { return Violate(rule, rng); }

@@ -254,8 +254,19 @@ bool ClaimsBnb(const codec::ClaimInput& input) {
 bool OracleClaimsGguf(const oracle::ClaimInput& input) { return oracle::IsGgufFile(input.file()); }
 bool OracleClaimsPt(const oracle::ClaimInput& input) { return oracle::IsPtFile(input.file()); }
 
-bool ClaimsAny(const codec::ClaimInput&) { return true; }
-bool OracleClaimsAny(const oracle::ClaimInput&) { return true; }
+bool ClaimsAny(const codec::ClaimInput&, const SideFiles&) { return true; }
+bool OracleClaimsAny(const oracle::ClaimInput&, const SideFiles&) { return true; }
+
+// A detection that reads the file alone, under the registry's signature:
+// every format's but the recognised one (README "Which format a file is").
+template <typename Input, bool (*kClaims)(const Input&)>
+bool FromFileAlone(const Input& input, const SideFiles&) {
+  return kClaims(input);
+}
+template <bool (*kClaims)(const codec::ClaimInput&)>
+constexpr auto kCodecAlone = &FromFileAlone<codec::ClaimInput, kClaims>;
+template <bool (*kClaims)(const oracle::ClaimInput&)>
+constexpr auto kOracleAlone = &FromFileAlone<oracle::ClaimInput, kClaims>;
 
 }  // namespace
 
@@ -271,8 +282,8 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckGguf,
        .oracle_read = &OracleGguf,
        .oracle_stream = &OracleStreamGguf,
-       .claims = &ClaimsGguf,
-       .oracle_claims = &OracleClaimsGguf,
+       .claims = kCodecAlone<&ClaimsGguf>,
+       .oracle_claims = kOracleAlone<&OracleClaimsGguf>,
        .generate_valid = &gen::GgufValid,
        .violable_rules = &gen::GgufViolableRules,
        .generate_violation = &gen::GgufViolation,
@@ -285,8 +296,8 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckRbq,
        .oracle_read = &OracleRbq,
        .oracle_stream = &OracleStreamRbq,
-       .claims = &codec::ClaimsRbq,
-       .oracle_claims = &oracle::IsRbqFile,
+       .claims = kCodecAlone<&codec::ClaimsRbq>,
+       .oracle_claims = kOracleAlone<&oracle::IsRbqFile>,
        .generate_valid = &gen::RbqValid,
        .violable_rules = &gen::RbqViolableRules,
        .generate_violation = &gen::RbqViolation},
@@ -298,17 +309,18 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckBnb,
        .oracle_read = &OracleBnb,
        .oracle_stream = &OracleStreamBnb,
-       .claims = &ClaimsBnb,
-       .oracle_claims = &oracle::IsBnbFile,
+       .claims = kCodecAlone<&ClaimsBnb>,
+       .oracle_claims = kOracleAlone<&oracle::IsBnbFile>,
        .generate_valid = &gen::BnbValid,
        .violable_rules = &gen::BnbViolableRules,
        .generate_violation = &gen::BnbViolation,
        .variants = &BnbVariants},
-      // Before AWQ and GPTQ: a ParoQuant layer also holds qweight/qzeros/scales
+      // Before AWQ and GPTQ: a ParoQuant layer also holds qweight/qzeros/scales,
+      // and a BitBLAS layer GPTQ's names under a config labelled bitblas
       // (docs/recognised.md section 2, Detection).
       {.name = "recognised",
        .rule_prefixes = {"REC-"},
-       .summary = "EXL3, VPTQ, QQQ, ParoQuant: recognised and checked, not decoded (spec 004, docs/recognised.md)",
+       .summary = "EXL3, VPTQ, QQQ, ParoQuant, BitBLAS: recognised and checked, not decoded (spec 004, docs/recognised.md)",
        .codec_read = &codec::DecodeRecognisedFile,
        .codec_stream = &codec::StreamRecognisedFile,
        .codec_check = &CheckRecognised,
@@ -331,8 +343,8 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckGgmlSt,
        .oracle_read = &oracle::ReadGgmlStFile,
        .oracle_stream = &oracle::StreamGgmlStFile,
-       .claims = &codec::ClaimsGgmlSt,
-       .oracle_claims = &oracle::IsGgmlStFile,
+       .claims = kCodecAlone<&codec::ClaimsGgmlSt>,
+       .oracle_claims = kOracleAlone<&oracle::IsGgmlStFile>,
        .generate_valid = &gen::GgmlStValid,
        .violable_rules = &gen::GgmlStViolableRules,
        .generate_violation = &gen::GgmlStViolation,
@@ -348,8 +360,8 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckAwq,
        .oracle_read = &OracleAwq,
        .oracle_stream = &OracleStreamAwq,
-       .claims = &codec::ClaimsAwq,
-       .oracle_claims = &oracle::IsAwqFile,
+       .claims = kCodecAlone<&codec::ClaimsAwq>,
+       .oracle_claims = kOracleAlone<&oracle::IsAwqFile>,
        .generate_valid = &gen::AwqValid,
        .violable_rules = &gen::AwqViolableRules,
        .generate_violation = &gen::AwqViolation,
@@ -362,8 +374,8 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckGptq,
        .oracle_read = &OracleGptq,
        .oracle_stream = &OracleStreamGptq,
-       .claims = &codec::ClaimsGptq,
-       .oracle_claims = &oracle::IsGptqFile,
+       .claims = kCodecAlone<&codec::ClaimsGptq>,
+       .oracle_claims = kOracleAlone<&oracle::IsGptqFile>,
        .generate_valid = &gen::GptqValid,
        .violable_rules = &gen::GptqViolableRules,
        .generate_violation = &gen::GptqViolation},
@@ -377,8 +389,8 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckFp8,
        .oracle_read = &oracle::ReadFp8File,
        .oracle_stream = &oracle::StreamFp8File,
-       .claims = &codec::ClaimsFp8,
-       .oracle_claims = &oracle::IsFp8File,
+       .claims = kCodecAlone<&codec::ClaimsFp8>,
+       .oracle_claims = kOracleAlone<&oracle::IsFp8File>,
        .generate_valid = &gen::Fp8Valid,
        .violable_rules = &gen::Fp8ViolableRules,
        .generate_violation = &gen::Fp8Violation,
@@ -393,8 +405,8 @@ const std::vector<FormatEntry>& Formats() {
        .codec_check = &CheckPt,
        .oracle_read = &OraclePt,
        .oracle_stream = &OracleStreamPt,
-       .claims = &ClaimsPt,
-       .oracle_claims = &OracleClaimsPt,
+       .claims = kCodecAlone<&ClaimsPt>,
+       .oracle_claims = kOracleAlone<&OracleClaimsPt>,
        .generate_valid = &gen::PtValid,
        .violable_rules = &gen::PtViolableRules,
        .generate_violation = &gen::PtViolation,
@@ -472,19 +484,22 @@ namespace {
 // Formats() in order, every claim asked of one INPUT; the container format
 // when none claims the file.
 template <typename Input>
-const FormatEntry& FirstClaiming(bool (*FormatEntry::*claims)(const Input&), qd::ByteView file) {
+const FormatEntry& FirstClaiming(bool (*FormatEntry::*claims)(const Input&, const SideFiles&),
+                                 qd::ByteView file, const SideFiles& side_files) {
   const Input input(file);
   for (const FormatEntry& f : Formats()) {
-    if ((f.*claims)(input)) return f;
+    if ((f.*claims)(input, side_files)) return f;
   }
   return Formats().back();
 }
 }  // namespace
 
-const FormatEntry& DetectFormat(qd::ByteView file) { return FirstClaiming(&FormatEntry::claims, file); }
+const FormatEntry& DetectFormat(qd::ByteView file, const SideFiles& side_files) {
+  return FirstClaiming(&FormatEntry::claims, file, side_files);
+}
 
-const FormatEntry& OracleDetectFormat(qd::ByteView file) {
-  return FirstClaiming(&FormatEntry::oracle_claims, file);
+const FormatEntry& OracleDetectFormat(qd::ByteView file, const SideFiles& side_files) {
+  return FirstClaiming(&FormatEntry::oracle_claims, file, side_files);
 }
 
 }  // namespace qd::harness

@@ -62,12 +62,15 @@ struct FormatEntry {
                                const SideFiles& side_files, qd::TensorSink& sink);
   // True when this format's rules apply to the file (codec-side detection).
   // One ClaimInput is asked of every format in turn, so the container is
-  // read once per detection (codecs/claim_input.h).
-  bool (*claims)(const codec::ClaimInput& input);
+  // read once per detection (codecs/claim_input.h). The side files are the
+  // config sources the readers get: only the recognised format reads them (a
+  // BitBLAS checkpoint carries GPTQ's names and is told apart by its
+  // config's label alone, docs/recognised.md 2).
+  bool (*claims)(const codec::ClaimInput& input, const SideFiles& side_files);
   // The same question answered by the oracle alone, from the contract's
   // Detection rules (README "Which format a file is"); DetectFormat and
   // OracleDetectFormat must name the same format (CompareDetection).
-  bool (*oracle_claims)(const oracle::ClaimInput& input);
+  bool (*oracle_claims)(const oracle::ClaimInput& input, const SideFiles& side_files);
   Generated (*generate_valid)(Rng& rng);
   // Rules the generator can violate on purpose, each reachable below.
   std::vector<std::string> (*violable_rules)();
@@ -119,13 +122,14 @@ const DirFormatEntry& ModelDirFormat();
 // Most specific first; "safetensors" (the container alone) is last.
 const std::vector<FormatEntry>& Formats();
 const FormatEntry* FindFormat(std::string_view name);
-// The first format that claims the file; the container format otherwise.
-// What decides which readers run (`check`, `decode`, `diff`).
-const FormatEntry& DetectFormat(qd::ByteView file);
+// The first format that claims the file with its config sources SIDE_FILES
+// (the ones its readers get); the container format otherwise. What decides
+// which readers run (`check`, `decode`, `diff`).
+const FormatEntry& DetectFormat(qd::ByteView file, const SideFiles& side_files);
 // The same walk over oracle_claims: the oracle's own detection, which `diff`,
 // the campaign, the fuzz targets and the properties compare with
 // DetectFormat's (qd::harness::CompareDetection).
-const FormatEntry& OracleDetectFormat(qd::ByteView file);
+const FormatEntry& OracleDetectFormat(qd::ByteView file, const SideFiles& side_files);
 
 }  // namespace qd::harness
 

@@ -188,11 +188,11 @@ bool FindWeightSet(const qd::ModelDirListing& listing, qd::Outcome* outcome, Wei
 
 // The first format that claims FILE, every question asked of one parse
 // (oracles/claim_input.h), which is gone before the format's reader runs.
-std::string_view SingleFileFormat(qd::ByteView file) {
+std::string_view SingleFileFormat(qd::ByteView file, const std::vector<qd::SideFile>& configs) {
   const ClaimInput input(file);
   if (IsRbqFile(input)) return "rbq";
   if (IsBnbFile(input)) return "bnb";
-  if (IsRecognisedFile(input)) return "recognised";  // before AWQ and GPTQ: docs/recognised.md 2
+  if (IsRecognisedFile(input, configs)) return "recognised";  // before AWQ and GPTQ: docs/recognised.md 2
   if (IsAwqFile(input)) return "awq";                // before GPTQ (docs/awq.md section 2)
   if (IsGptqFile(input)) return "gptq";
   if (IsFp8File(input)) return "fp8";  // after GPTQ (docs/fp8.md section 2)
@@ -204,7 +204,7 @@ qd::Outcome StreamSingleFile(const qd::DirEntry& entry, const std::string& file_
                              const std::vector<qd::SideFile>& configs, qd::TensorSink& sink,
                              std::string* format) {
   const qd::ByteView file = entry.bytes;
-  *format = SingleFileFormat(file);
+  *format = SingleFileFormat(file, configs);
   if (*format == "rbq") return StreamRbqFile(file, file_name, sink);
   if (*format == "bnb") return StreamBnbFile(file, file_name, sink);
   if (*format == "recognised") return StreamRecognisedFile(file, file_name, configs, sink);
@@ -523,7 +523,7 @@ void StreamMergedTable(const qd::ModelDirListing& listing, const std::vector<Sha
   const std::size_t first = outcome->findings.size();
   if (StreamBnbTable(BnbTableFromMerged(table), listing.dir, outcome, sink)) {
     *format = "bnb";
-  } else if (HasRecognisedLayer(table)) {  // before AWQ and GPTQ: docs/recognised.md 2
+  } else if (HasRecognisedLayer(table, configs)) {  // before AWQ and GPTQ: docs/recognised.md 2
     *format = "recognised";
     StreamRecognisedTable(table, listing.dir, configs, outcome, sink);
   } else if (HasAwqLayer(table)) {

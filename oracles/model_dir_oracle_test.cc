@@ -547,6 +547,24 @@ TEST(ModelDirOracle, FindingsOfNoTensorAndNoConfigNameTheDirectory) {
   ExpectRefused(Read(d), "CFG-010", "d/quantize_config.json", "", "group_size", -1);
 }
 
+// The directory's config decides BitBLAS (docs/recognised.md 2): the same
+// split layer under a bitblas label is a BitBLAS layer over the merged
+// table, whose scales [1, 32] say N = 1, G = 32, so qzeros [1, 4] in shard 1
+// has the wrong row count (docs/recognised.md 4).
+TEST(ModelDirOracle, ABitblasLabelMakesTheSplitGptqNamesABitblasLayer) {
+  Dir d = SplitLayerDir(LayerTensors());
+  d.files["quantize_config.json"] = Text(R"({"bits":4,"group_size":32,"format":"bitblas"})");
+  ModelDirRead dir_read;
+  const qd::Outcome outcome = Read(d, &dir_read);
+  EXPECT_EQ(dir_read.format, "recognised");
+  ExpectRefused(outcome, "REC-004", "d/" + kShard1, "l.qzeros", "shape", 8);
+  // config.json without quantization_config is no source: the label is not read there.
+  d.files.erase("quantize_config.json");
+  d.files["config.json"] = Text(R"({"format":"bitblas"})");
+  Read(d, &dir_read);
+  EXPECT_EQ(dir_read.format, "gptq");
+}
+
 TEST(ModelDirOracle, ConfigsAreTakenInPriorityOrderWithTheSetsStem) {
   // model.quantize_config.json (stem "model") outranks quantize_config.json:
   // it is the winner CFG-010 names.

@@ -26,7 +26,7 @@ struct MemberSpec {
   bool marker;
   std::vector<std::string> dtypes;
   int rank;
-  bool empty_any_rank;  // QQQ s_group: with no element, any rank
+  bool empty_any_rank;  // QQQ s_group, BitBLAS zeros: with no element, any rank
 };
 
 struct FamilySpec {
@@ -37,6 +37,10 @@ struct FamilySpec {
 
 const std::vector<std::string> kAnyDtype = {};
 const std::vector<std::string> kFloatDtypes = {"F16", "BF16", "F32"};
+// BitBLAS's storage dtype ("usually int8"): any integer dtype.
+const std::vector<std::string> kIntegerDtypes = {"I8", "U8", "I16", "U16", "I32", "U32", "I64", "U64"};
+// BitBLAS's zeros are "in that compressed dtype": qweight's (CheckLayer).
+const std::vector<std::string> kQweightDtype = {"=qweight"};
 
 const std::vector<FamilySpec>& FamilyTable() {
   static const std::vector<FamilySpec> table = {
@@ -71,6 +75,13 @@ const std::vector<FamilySpec>& FamilyTable() {
         {"theta", true, true, kAnyDtype, -1, false},
         {"pairs", true, true, kAnyDtype, -1, false},
         {"channel_scales", true, true, kAnyDtype, -1, false},
+        {"bias", false, false, kFloatDtypes, 1, false}}},
+      // Its markers count only under a bitblas label (section 2).
+      {"bitblas", "BitBLAS",
+       {{"qweight", true, true, kIntegerDtypes, -1, false},
+        {"scales", true, true, kFloatDtypes, 2, false},
+        {"qzeros", false, true, kQweightDtype, 2, true},
+        {"zeros", false, true, kQweightDtype, 2, true},
         {"bias", false, false, kFloatDtypes, 1, false}}},
   };
   return table;
@@ -107,12 +118,70 @@ long FindTensor(const NameIndex& index, const std::string& name) {
   return it == index.end() ? -1 : it->second;
 }
 
+bool IsBitblasFamily(std::size_t f) { return std::string(FamilyTable()[f].name) == "bitblas"; }
+
+// Section 2's config facts: the winner source W labels the file bitblas (any
+// of method, quant_method, format, checkpoint_format is "bitblas", none is
+// "marlin", is_marlin_format is not true), and W's bits.
+struct BitblasFacts {
+  bool label = false;
+  bool bits_known = false;
+  std::uint64_t bits = 0;
+};
+
+BitblasFacts ReadBitblasFacts(const std::vector<qd::SideFile>& configs) {
+  BitblasFacts facts;
+  for (const qd::SideFile& source : configs) {
+    JsonDocument d;
+    JsonError error;
+    std::string duplicate;
+    if (!ParseStrictJsonObject(source.bytes.data(), source.bytes.size(), &d, &error) ||
+        FindDuplicateKey(d, &duplicate)) {
+      return facts;  // W is not strict JSON: no label
+    }
+    const std::size_t slash = source.name.rfind('/');
+    const std::string base = slash == std::string::npos ? source.name : source.name.substr(slash + 1);
+    std::uint32_t w = 0;
+    if (base == "config.json") {
+      w = d.FindMember(0, "quantization_config");
+      // Absent or null: this file is no source (docs/gptq.md 1); the next wins.
+      if (w == kNoNode || d.nodes[w].kind == JsonKind::kNull) continue;
+      if (d.nodes[w].kind != JsonKind::kObject) return facts;
+    }
+    bool bitblas = false;
+    bool marlin = false;
+    for (const char* key : {"method", "quant_method", "format", "checkpoint_format"}) {
+      const std::uint32_t v = d.FindMember(w, key);
+      if (v == kNoNode || d.nodes[v].kind != JsonKind::kString) continue;
+      if (d.Text(v) == "bitblas") bitblas = true;
+      if (d.Text(v) == "marlin") marlin = true;
+    }
+    const std::uint32_t is_marlin = d.FindMember(w, "is_marlin_format");
+    if (is_marlin != kNoNode && d.nodes[is_marlin].kind == JsonKind::kTrue) marlin = true;
+    facts.label = bitblas && !marlin;
+    // bits: the first of bits, w_bit, wbits that is present and not null.
+    for (const char* key : {"bits", "w_bit", "wbits"}) {
+      const std::uint32_t v = d.FindMember(w, key);
+      if (v == kNoNode || d.nodes[v].kind == JsonKind::kNull) continue;
+      std::uint64_t bits = 0;
+      if (d.nodes[v].kind == JsonKind::kNumber && JsonToUint64(d, v, &bits) && bits >= 1) {
+        facts.bits_known = true;
+        facts.bits = bits;
+      }
+      break;
+    }
+    return facts;
+  }
+  return facts;
+}
+
 // Section 2: every prefix owning a marker; a prefix belongs to the first
 // family in table order with a marker there. Layers in anchor order.
-std::vector<Layer> FindLayers(const MergedTable& c, const NameIndex& names) {
+std::vector<Layer> FindLayers(const MergedTable& c, const NameIndex& names, bool bitblas_label) {
   std::vector<Layer> layers;
   std::set<std::string> known;
   for (std::size_t f = 0; f < FamilyTable().size(); ++f) {
+    if (IsBitblasFamily(f) && !bitblas_label) continue;
     for (const TableTensor& t : c.tensors) {
       for (const MemberSpec& m : FamilyTable()[f].members) {
         std::string prefix;
@@ -141,6 +210,7 @@ struct Check {
   const std::string& file_name;
   const MergedTable& c;
   const NameIndex& names;
+  const BitblasFacts& bitblas;
   qd::Outcome* outcome;
 
   bool Error(const char* rule, const std::string& file, const std::string& tensor,
@@ -183,6 +253,11 @@ struct Check {
                            "an outlier codebook without its indices");
       }
     }
+    // L1, REC-008: "A zeros attribute aliases qzeros; it is not an extra
+    // independent tensor".
+    if (name == "bitblas" && at("qzeros") >= 0 && at("zeros") >= 0) {
+      return TensorError("REC-008", T(at("zeros")).name, "zeros", "zeros beside qzeros");
+    }
     // L2 REC-005.
     if (name == "qqq" && FindTensor(names, layer.prefix + "g_idx") >= 0) {
       return TensorError("REC-005", layer.prefix + "g_idx", "g_idx", "QQQ has no g_idx");
@@ -192,8 +267,9 @@ struct Check {
       if (layer.member_tensor[m] < 0) continue;
       const MemberSpec& spec = family.members[m];
       const TableTensor& t = T(layer.member_tensor[m]);
-      if (!spec.dtypes.empty() &&
-          std::find(spec.dtypes.begin(), spec.dtypes.end(), t.dtype) == spec.dtypes.end()) {
+      std::vector<std::string> allowed = spec.dtypes;
+      if (allowed == kQweightDtype) allowed = {T(at("qweight")).dtype};
+      if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), t.dtype) == allowed.end()) {
         return TensorError("REC-003", t.name, "dtype", "dtype " + t.dtype + " not allowed");
       }
       if (spec.rank < 0 || (spec.empty_any_rank && t.element_count == 0)) continue;
@@ -246,7 +322,34 @@ struct Check {
       const long bias = at("bias");
       if (bias >= 0 && T(bias).shape[0] != N) return shape_error(bias, "not [N]");
     }
+    if (name == "bitblas") {
+      // N and G from scales [N, G]; zeros [G, N*b/storage_bits].
+      const std::vector<std::uint64_t>& scales = T(at("scales")).shape;
+      const std::uint64_t N = scales[0];
+      const std::uint64_t G = scales[1];
+      if (N < 1 || G < 1) return shape_error(at("scales"), "not [N, G] with N, G >= 1");
+      const long zeros = at("qzeros") >= 0 ? at("qzeros") : at("zeros");
+      if (zeros >= 0 && T(zeros).element_count != 0) {
+        const TableTensor& z = T(zeros);
+        bool ok = z.shape[0] == G;
+        if (bitblas.bits_known) {
+          const unsigned __int128 stored = static_cast<unsigned __int128>(z.shape[1]) * DtypeBits(z.dtype);
+          ok = ok && stored == static_cast<unsigned __int128>(N) * bitblas.bits;
+        }
+        if (!ok) return shape_error(zeros, "not [G, N*b/storage_bits]");
+      }
+      const long bias = at("bias");
+      if (bias >= 0 && T(bias).shape[0] != N) return shape_error(bias, "not [N]");
+    }
     return true;
+  }
+
+  // The storage width of an integer dtype.
+  static std::uint64_t DtypeBits(const std::string& dtype) {
+    if (dtype == "I8" || dtype == "U8") return 8;
+    if (dtype == "I16" || dtype == "U16") return 16;
+    if (dtype == "I32" || dtype == "U32") return 32;
+    return 64;  // I64, U64: the only other members of kIntegerDtypes
   }
 
   // The members of an object node sorted by key bytes.
@@ -370,8 +473,9 @@ bool StreamRecognisedTable(const MergedTable& c, const std::string& file_name,
                            const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
                            qd::TensorSink& sink) {
   const NameIndex names = IndexNames(c);
-  const std::vector<Layer> layers = FindLayers(c, names);
-  Check check{file_name, c, names, outcome};
+  const BitblasFacts bitblas = ReadBitblasFacts(configs);
+  const std::vector<Layer> layers = FindLayers(c, names, bitblas.label);
+  Check check{file_name, c, names, bitblas, outcome};
   for (const Layer& layer : layers) {
     if (!check.CheckLayer(layer)) return false;
   }
@@ -427,11 +531,13 @@ qd::Outcome ReadRecognisedFile(qd::ByteView file, const std::string& file_name,
 
 namespace {
 
-// Section 2: a layer exists exactly when some tensor is named P + a marker.
-// Detection runs on every file, so this builds nothing.
-bool IsMarkerName(const std::string& name) {
-  for (const FamilySpec& family : FamilyTable()) {
-    for (const MemberSpec& m : family.members) {
+// Section 2: a layer exists exactly when some tensor is named P + a marker
+// (BitBLAS's only under its label). Detection runs on every file, so this
+// builds nothing.
+bool IsMarkerName(const std::string& name, bool bitblas_label) {
+  for (std::size_t f = 0; f < FamilyTable().size(); ++f) {
+    if (IsBitblasFamily(f) && !bitblas_label) continue;
+    for (const MemberSpec& m : FamilyTable()[f].members) {
       std::string prefix;
       if (m.marker && MemberPrefix(name, m.suffix, &prefix)) return true;
     }
@@ -441,18 +547,20 @@ bool IsMarkerName(const std::string& name) {
 
 }  // namespace
 
-bool HasRecognisedLayer(const MergedTable& table) {
+bool HasRecognisedLayer(const MergedTable& table, const std::vector<qd::SideFile>& configs) {
+  const bool bitblas_label = ReadBitblasFacts(configs).label;
   for (const TableTensor& t : table.tensors) {
-    if (IsMarkerName(t.name)) return true;
+    if (IsMarkerName(t.name, bitblas_label)) return true;
   }
   return false;
 }
 
-bool IsRecognisedFile(const ClaimInput& input) {
+bool IsRecognisedFile(const ClaimInput& input, const std::vector<qd::SideFile>& configs) {
   const MergedTable* table = input.Get();
   if (table == nullptr) return false;
+  const bool bitblas_label = ReadBitblasFacts(configs).label;
   for (const TableTensor& t : table->tensors) {
-    if (IsMarkerName(t.name)) return true;
+    if (IsMarkerName(t.name, bitblas_label)) return true;
   }
   return false;
 }

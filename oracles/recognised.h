@@ -1,6 +1,7 @@
 // recognised.h: the oracle for docs/recognised.md, the families quantdiff
-// recognises and checks but does not decode (EXL3, VPTQ, QQQ, ParoQuant),
-// written from the page alone; codecs/recognised.cc is the other reading.
+// recognises and checks but does not decode (EXL3, VPTQ, QQQ, ParoQuant,
+// BitBLAS), written from the page alone; codecs/recognised.cc is the other
+// reading.
 //
 //   qd::Outcome o = qd::oracle::ReadRecognisedFile(bytes, "m.safetensors", configs);
 #ifndef QUANTDIFF_ORACLES_RECOGNISED_H_
@@ -33,12 +34,13 @@ bool StreamRecognisedTable(const MergedTable& table, const std::string& file_nam
                            const std::vector<qd::SideFile>& configs, qd::Outcome* outcome,
                            qd::TensorSink& sink);
 
-// docs/recognised.md section 2, Detection, over a table: a layer of a family.
-bool HasRecognisedLayer(const MergedTable& table);
+// docs/recognised.md section 2, Detection, over a table: a layer of a family
+// (BitBLAS's when the winner of CONFIGS is labelled bitblas).
+bool HasRecognisedLayer(const MergedTable& table, const std::vector<qd::SideFile>& configs);
 
 // docs/recognised.md section 2, Detection: the container accepts the file and
-// it has a layer.
-bool IsRecognisedFile(const ClaimInput& input);
+// it has a layer, CONFIGS deciding whether BitBLAS's markers count.
+bool IsRecognisedFile(const ClaimInput& input, const std::vector<qd::SideFile>& configs);
 
 }  // namespace qd::oracle
 

@@ -281,7 +281,7 @@ TEST(AwqEmptyLayer, HugeEmptyDimensionIsReadWithoutWalkingIt) {
   const std::vector<qd::SideFile> configs = {{"quantize_config.json", {config.begin(), config.end()}}};
   const qd::ByteView view{file.data(), file.size()};
   const qd::harness::FormatEntry& awq = *qd::harness::FindFormat("awq");
-  EXPECT_EQ(qd::harness::DetectFormat(view).name, "awq");
+  EXPECT_EQ(qd::harness::DetectFormat(view, configs).name, "awq");
   const qd::Outcome codec = awq.codec_read(view, "empty.safetensors", configs);
   const qd::Outcome oracle = awq.oracle_read(view, "empty.safetensors", configs);
   ASSERT_FALSE(codec.refused);

@@ -268,7 +268,7 @@ void ShardsReadLikeTheFile(const qd::gen::Generated& model, std::uint64_t seed, 
   // are ignored, so any boundary and any count of shards is reached.
   const auto cuts = *rc::gen::container<std::vector<std::size_t>>(rc::gen::inRange<std::size_t>(0, 14));
   const qd::ByteView view{model.bytes.data(), model.bytes.size()};
-  const qd::harness::FormatEntry& entry = qd::harness::DetectFormat(view);
+  const qd::harness::FormatEntry& entry = qd::harness::DetectFormat(view, model.side_files);
   const qd::Outcome file = entry.codec_read(view, "model.safetensors", model.side_files);
 
   const qd::gen::GeneratedDir dir = qd::gen::ShardModelAt(model, cuts, rng);
@@ -295,7 +295,7 @@ void ShardsReadLikeTheFile(const qd::gen::Generated& model, std::uint64_t seed, 
   RC_ASSERT(read.total_size_convention == ExpectedConvention(dir));
   RC_ASSERT(Findings(checked) == Findings(decoded));
   // The oracle's directory reading against the oracle's reading of the file.
-  const qd::harness::FormatEntry& oracle_entry = qd::harness::OracleDetectFormat(view);
+  const qd::harness::FormatEntry& oracle_entry = qd::harness::OracleDetectFormat(view, model.side_files);
   const qd::Outcome oracle_file = oracle_entry.oracle_read(view, "model.safetensors", model.side_files);
   qd::oracle::ModelDirRead oracle_read;
   const qd::Outcome oracle_dir = qd::oracle::ReadModelDir(listing, &oracle_read);
@@ -311,7 +311,7 @@ void ValidShardsReadLikeTheFile(qd::gen::Generated (*make)(qd::gen::Rng&), std::
   const auto seed = *rc::gen::arbitrary<std::uint64_t>();
   qd::gen::Rng rng(seed);
   const qd::gen::Generated model = make(rng);
-  RC_ASSERT(qd::harness::DetectFormat({model.bytes.data(), model.bytes.size()}).name == format);
+  RC_ASSERT(qd::harness::DetectFormat({model.bytes.data(), model.bytes.size()}, model.side_files).name == format);
   ShardsReadLikeTheFile(model, seed, rng);
 }
 
@@ -458,7 +458,7 @@ std::string TwinsReadAlike(const qd::gen::Generated& model, std::uint64_t seed, 
   }
   if (bin != nullptr) {
     const qd::ByteView view{bin->bytes.data(), bin->bytes.size()};
-    const qd::harness::FormatEntry& entry = qd::harness::DetectFormat(view);
+    const qd::harness::FormatEntry& entry = qd::harness::DetectFormat(view, configs);
     RC_ASSERT(entry.name == std::string_view("pt"));
     const qd::Outcome codec_file = entry.codec_read(view, "pytorch_model.bin", configs);
     const qd::Outcome oracle_file = entry.oracle_read(view, "pytorch_model.bin", configs);

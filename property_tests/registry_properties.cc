@@ -113,10 +113,12 @@ std::string_view ExpectedFormat(const FormatEntry& f, const qd::harness::Generat
   return f.name;
 }
 
-// "" when the codec and the oracle both detect the file as `format`.
-std::string DetectedAs(qd::ByteView file, std::string_view format) {
-  const std::string_view codec = qd::harness::DetectFormat(file).name;
-  const std::string_view oracle = qd::harness::OracleDetectFormat(file).name;
+// "" when the codec and the oracle both detect the file with its side files
+// as `format`.
+std::string DetectedAs(qd::ByteView file, const qd::harness::SideFiles& side_files,
+                       std::string_view format) {
+  const std::string_view codec = qd::harness::DetectFormat(file, side_files).name;
+  const std::string_view oracle = qd::harness::OracleDetectFormat(file, side_files).name;
   if (codec == format && oracle == format) return "";
   return "\n  generated as " + std::string(format) + ", detected as " + std::string(codec) +
          " by the codec, " + std::string(oracle) + " by the oracle";
@@ -162,7 +164,7 @@ TEST_P(RegistryViolation, RefusedWithThatRuleByCodecAndOracle) {
     if (auto d = qd::harness::Compare(codec, oracle, format->name)) {
       problems += "\n  " + d->signature + ": " + d->detail;
     }
-    problems += DetectedAs(view, ExpectedFormat(*format, g));
+    problems += DetectedAs(view, g.side_files, ExpectedFormat(*format, g));
     if (!problems.empty()) {
       RC_FAIL(g.description + " (seed " + std::to_string(seed) + "; file " +
               qdtest::gen::ShowBytes(g.bytes, 200) + "):" + problems);
@@ -255,9 +257,9 @@ RC_GTEST_PROP(RegistryProperties, ValidInstancesAcceptedByBoth, (std::uint64_t s
       }
     }
     if (auto d = qd::harness::Compare(codec, oracle, f.name)) RC_FAIL(d->signature + ": " + d->detail);
-    RC_ASSERT(f.claims(view));
-    RC_ASSERT(f.oracle_claims(view));
-    const std::string detected = DetectedAs(view, f.name);
+    RC_ASSERT(f.claims(view, g.side_files));
+    RC_ASSERT(f.oracle_claims(view, g.side_files));
+    const std::string detected = DetectedAs(view, g.side_files, f.name);
     if (!detected.empty()) RC_FAIL(g.description + ":" + detected);
   }
 }
@@ -316,8 +318,8 @@ RC_GTEST_PROP(RegistryProperties, CodecAgreesWithOracleOnMutatedInstances, (std:
       RC_FAIL(d->signature + "\n" + d->detail + "\nfile: " + qdtest::gen::ShowBytes(file) +
               "\ncodec:  " + Findings(codec) + "\noracle: " + Findings(oracle));
     }
-    if (auto d = qd::harness::CompareDetection(qd::harness::DetectFormat(view).name,
-                                               qd::harness::OracleDetectFormat(view).name, f.name)) {
+    if (auto d = qd::harness::CompareDetection(qd::harness::DetectFormat(view, g.side_files).name,
+                                               qd::harness::OracleDetectFormat(view, g.side_files).name, f.name)) {
       RC_FAIL(d->signature + "\n" + d->detail + "\nfile: " + qdtest::gen::ShowBytes(file));
     }
     RC_ASSERT(check.refused == codec.refused);

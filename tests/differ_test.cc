@@ -157,8 +157,8 @@ std::vector<DetectionCase> Cases() {
 TEST(Detection, CodecAndOracleFollowTheContract) {
   for (const DetectionCase& c : Cases()) {
     const qd::ByteView view{c.file.data(), c.file.size()};
-    EXPECT_EQ(qd::harness::DetectFormat(view).name, c.format) << "codec: " << c.what;
-    EXPECT_EQ(qd::harness::OracleDetectFormat(view).name, c.format) << "oracle: " << c.what;
+    EXPECT_EQ(qd::harness::DetectFormat(view, {}).name, c.format) << "codec: " << c.what;
+    EXPECT_EQ(qd::harness::OracleDetectFormat(view, {}).name, c.format) << "oracle: " << c.what;
   }
 }
 
@@ -171,14 +171,14 @@ TEST(Detection, ClaimsAreIndependentOfTheOrder) {
   for (const char* name : {"rbq", "bnb"}) {
     const qd::harness::FormatEntry* f = qd::harness::FindFormat(name);
     ASSERT_NE(f, nullptr);
-    EXPECT_TRUE(f->claims(view)) << name;
-    EXPECT_TRUE(f->oracle_claims(view)) << name;
+    EXPECT_TRUE(f->claims(view, {})) << name;
+    EXPECT_TRUE(f->oracle_claims(view, {})) << name;
   }
   for (const char* name : {"gptq", "pt"}) {
     const qd::harness::FormatEntry* f = qd::harness::FindFormat(name);
     ASSERT_NE(f, nullptr);
-    EXPECT_FALSE(f->claims(view)) << name;
-    EXPECT_FALSE(f->oracle_claims(view)) << name;
+    EXPECT_FALSE(f->claims(view, {})) << name;
+    EXPECT_FALSE(f->oracle_claims(view, {})) << name;
   }
 }
 
@@ -188,8 +188,8 @@ TEST(Detection, DisagreeingDetectionsGiveTheDetectSignature) {
   const std::vector<std::uint8_t> bnb = File({Bytes("m.SCB", 4)});
   const std::vector<std::uint8_t> plain = File({Bytes("m.scale", 4)});
   const auto d = qd::harness::CompareDetection(
-      qd::harness::DetectFormat({plain.data(), plain.size()}).name,
-      qd::harness::OracleDetectFormat({bnb.data(), bnb.size()}).name, "bnb_file");
+      qd::harness::DetectFormat({plain.data(), plain.size()}, {}).name,
+      qd::harness::OracleDetectFormat({bnb.data(), bnb.size()}, {}).name, "bnb_file");
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->signature, "DIFF:bnb_file:detect:safetensors!=bnb");
 }

@@ -83,12 +83,12 @@ Read ReadBoth(const std::vector<RawTensor>& tensors, const std::vector<qd::SideF
 
 TEST(GgmlSt, DetectsAU8QweightWithoutGptqMembers) {
   const Bytes file = qdtest::SafetensorsFile({{"l.qweight", "U8", {2, 34}, Q8Rows()}}, nullptr);
-  EXPECT_EQ(qd::harness::DetectFormat({file.data(), file.size()}).name, "ggml_st");
-  EXPECT_EQ(qd::harness::OracleDetectFormat({file.data(), file.size()}).name, "ggml_st");
+  EXPECT_EQ(qd::harness::DetectFormat({file.data(), file.size()}, {}).name, "ggml_st");
+  EXPECT_EQ(qd::harness::OracleDetectFormat({file.data(), file.size()}, {}).name, "ggml_st");
   const Bytes with_scales = qdtest::SafetensorsFile(
       {{"l.qweight", "U8", {2, 34}, Q8Rows()}, {"l.scales", "F16", {2}, Bytes(4, 0)}}, nullptr);
-  EXPECT_NE(qd::harness::DetectFormat({with_scales.data(), with_scales.size()}).name, "ggml_st");
-  EXPECT_NE(qd::harness::OracleDetectFormat({with_scales.data(), with_scales.size()}).name, "ggml_st");
+  EXPECT_NE(qd::harness::DetectFormat({with_scales.data(), with_scales.size()}, {}).name, "ggml_st");
+  EXPECT_NE(qd::harness::OracleDetectFormat({with_scales.data(), with_scales.size()}, {}).name, "ggml_st");
 }
 
 TEST(GgmlSt, DecodesQ8_0RowsAndWidensTheBias) {
@@ -248,8 +248,8 @@ TEST(GgmlSt, BlockVectorLayoutDecodesEachU8TensorUnderItsName) {
                                           {"blocks", "U8", {2, 34}, rows},
                                           {"l.qweight", "U8", {1, 34}, Bytes(rows.begin(), rows.begin() + 34)}};
   const Bytes file = qdtest::SafetensorsFile(tensors, &metadata);
-  EXPECT_EQ(qd::harness::DetectFormat({file.data(), file.size()}).name, "ggml_st");
-  EXPECT_EQ(qd::harness::OracleDetectFormat({file.data(), file.size()}).name, "ggml_st");
+  EXPECT_EQ(qd::harness::DetectFormat({file.data(), file.size()}, {}).name, "ggml_st");
+  EXPECT_EQ(qd::harness::OracleDetectFormat({file.data(), file.size()}, {}).name, "ggml_st");
   const Read r = ReadBoth(tensors, {}, &metadata);
   for (const qd::Outcome* o : {&r.codec, &r.oracle}) {
     ASSERT_FALSE(o->refused) << (o->findings.empty() ? "" : o->findings[0].rule);
@@ -354,7 +354,7 @@ TEST(GgmlSt, GeneratedBlockVectorFilesOfEveryTypeAndRule) {
         const qd::gen::Generated gen = qd::gen::GgmlStBlockVectorsValid(rng, g.type, with_cols);
         const std::string what = gen.description + " seed " + std::to_string(seed);
         const qd::ByteView view{gen.bytes.data(), gen.bytes.size()};
-        EXPECT_EQ(qd::harness::DetectFormat(view).name, "ggml_st") << what;
+        EXPECT_EQ(qd::harness::DetectFormat(view, {}).name, "ggml_st") << what;
         EXPECT_EQ(gen.description.find(g.type) != std::string::npos, true) << what;
         const qd::Outcome codec = f.codec_read(view, "g.safetensors", {});
         const qd::Outcome oracle = f.oracle_read(view, "g.safetensors", {});
@@ -385,7 +385,7 @@ TEST(GgmlSt, GeneratedBlockVectorFilesOfEveryTypeAndRule) {
       const qd::ByteView view{gen.bytes.data(), gen.bytes.size()};
       const std::string what = gen.description + " seed " + std::to_string(seed);
       EXPECT_EQ(gen.expected_rule, rule) << what;
-      EXPECT_EQ(qd::harness::DetectFormat(view).name, "ggml_st") << what;
+      EXPECT_EQ(qd::harness::DetectFormat(view, {}).name, "ggml_st") << what;
       const qd::Outcome codec = f.codec_read(view, "g.safetensors", {});
       const qd::Outcome oracle = f.oracle_read(view, "g.safetensors", {});
       ASSERT_TRUE(codec.refused && oracle.refused) << what;

@@ -24,6 +24,7 @@ struct T {
 inline std::uint64_t ItemBytes(const std::string& dtype) {
   if (dtype == "F32" || dtype == "I32") return 4;
   if (dtype == "I64") return 8;
+  if (dtype == "I8" || dtype == "U8") return 1;
   return 2;  // F16, I16
 }
 

@@ -38,10 +38,10 @@ void ExpectEverySide(const Bytes& file, const std::vector<qd::SideFile>& configs
                      const std::vector<std::string>& warned = {}) {
   const qd::ByteView view{file.data(), file.size()};
   const qd::harness::FormatEntry& f = Recognised();
-  EXPECT_TRUE(f.claims(view));
-  EXPECT_TRUE(f.oracle_claims(view));
-  EXPECT_EQ(qd::harness::DetectFormat(view).name, "recognised");
-  EXPECT_EQ(qd::harness::OracleDetectFormat(view).name, "recognised");
+  EXPECT_TRUE(f.claims(view, configs));
+  EXPECT_TRUE(f.oracle_claims(view, configs));
+  EXPECT_EQ(qd::harness::DetectFormat(view, configs).name, "recognised");
+  EXPECT_EQ(qd::harness::OracleDetectFormat(view, configs).name, "recognised");
   for (const auto& [side, outcome] :
        {std::pair<std::string, qd::Outcome>{"codec_read", f.codec_read(view, "m.safetensors", configs)},
         {"codec_check", f.codec_check(view, "m.safetensors", configs)},
@@ -98,12 +98,13 @@ struct Broken {
   Expected want;
 };
 
-void ExpectEveryEdit(const std::vector<T>& base, const std::vector<Broken>& cases) {
+void ExpectEveryEdit(const std::vector<T>& base, const std::vector<Broken>& cases,
+                     const std::vector<qd::SideFile>& configs = {}) {
   for (const Broken& c : cases) {
     std::vector<T> tensors = base;
     c.edit(tensors);
     SCOPED_TRACE(c.want.rule + " " + c.want.tensor + " " + c.want.field);
-    ExpectEverySide(MakeFile(tensors), {}, c.want);
+    ExpectEverySide(MakeFile(tensors), configs, c.want);
   }
 }
 
@@ -157,26 +158,126 @@ TEST(RecognisedDetection, GptqFilesAndBareNamesAreNotClaimed) {
         std::vector<T>{{"x.B", "I32", {2, 8}}, {"x.bias", "F16", {4}}}}) {
     const Bytes file = MakeFile(tensors);
     const qd::ByteView view{file.data(), file.size()};
-    EXPECT_FALSE(Recognised().claims(view));
-    EXPECT_FALSE(Recognised().oracle_claims(view));
-    EXPECT_NE(qd::harness::DetectFormat(view).name, "recognised");
+    EXPECT_FALSE(Recognised().claims(view, {}));
+    EXPECT_FALSE(Recognised().oracle_claims(view, {}));
+    EXPECT_NE(qd::harness::DetectFormat(view, {}).name, "recognised");
   }
 }
 
-// A Marlin-labelled checkpoint carries GPTQ names: it stays GPTQ's, GPTQ-005.
-TEST(RecognisedDetection, MarlinLabelledGptqStaysGptq005) {
-  const Bytes file = MakeFile({{"l.qweight", "I32", {4, 32}}, {"l.qzeros", "I32", {1, 4}},
-                               {"l.scales", "F16", {1, 32}}, {"l.g_idx", "I32", {32}}});
+// A GPTQ layer by docs/gptq.md (K 32, N 32, 4 bits, one group).
+const std::vector<T> kGptqLayer = {{"l.qweight", "I32", {4, 32}}, {"l.qzeros", "I32", {1, 4}},
+                                   {"l.scales", "F16", {1, 32}}, {"l.g_idx", "I32", {32}}};
+
+// Both sides detect FILE with CONFIGS as FORMAT, and the GPTQ readers refuse
+// it with RULE at FIELD.
+void ExpectGptqRefusal(const std::vector<qd::SideFile>& configs, const char* rule, const char* field) {
+  const Bytes file = MakeFile(kGptqLayer);
   const qd::ByteView view{file.data(), file.size()};
-  const std::vector<qd::SideFile> configs = {
-      Config("quantize_config.json", R"({"bits":4,"group_size":-1,"format":"marlin"})")};
-  ASSERT_EQ(qd::harness::DetectFormat(view).name, "gptq");
-  ASSERT_EQ(qd::harness::OracleDetectFormat(view).name, "gptq");
+  ASSERT_EQ(qd::harness::DetectFormat(view, configs).name, "gptq");
+  ASSERT_EQ(qd::harness::OracleDetectFormat(view, configs).name, "gptq");
   const qd::harness::FormatEntry& gptq = *qd::harness::FindFormat("gptq");
   for (const qd::Outcome& o : {gptq.codec_read(view, "m.safetensors", configs),
                                gptq.oracle_read(view, "m.safetensors", configs)}) {
     ASSERT_TRUE(o.refused);
-    EXPECT_EQ(o.findings.back().rule, "GPTQ-005");
+    EXPECT_EQ(o.findings.back().rule, rule);
+    EXPECT_EQ(o.findings.back().field, field);
+  }
+}
+
+// A Marlin-labelled checkpoint carries GPTQ names: it stays GPTQ's, GPTQ-005,
+// also when another key says bitblas (docs/recognised.md 2).
+TEST(RecognisedDetection, MarlinLabelledGptqStaysGptq005) {
+  ExpectGptqRefusal({Config("quantize_config.json", R"({"bits":4,"group_size":-1,"format":"marlin"})")},
+                    "GPTQ-005", "format");
+  ExpectGptqRefusal({Config("quantize_config.json",
+                            R"({"bits":4,"group_size":-1,"quant_method":"bitblas","checkpoint_format":"marlin"})")},
+                    "GPTQ-005", "checkpoint_format");
+  ExpectGptqRefusal({Config("q.json", R"({"bits":4,"format":"bitblas","is_marlin_format":true})")},
+                    "GPTQ-005", "is_marlin_format");
+}
+
+// BitBLAS (spec 004 BITBLAS): N = 16 outputs, G = 2 groups, b = 4, I8
+// storage: scales [16, 2], qzeros [2, 16*4/8] = [2, 8]; qweight is BitBLAS's
+// own shape, here [N, K*b/8] with K = 64.
+std::vector<T> Bitblas() {
+  return {{"norm", "F32", {2}},          {"l.qweight", "I8", {16, 32}}, {"l.scales", "F16", {16, 2}},
+          {"l.qzeros", "I8", {2, 8}},   {"l.bias", "F16", {16}}};
+}
+const char kBitblasConfig[] = R"({"bits":4,"group_size":32,"quant_method":"gptq","format":"bitblas"})";
+
+TEST(RecognisedBitblas, TheConfigLabelMakesGptqNamesABitblasLayer) {
+  const Bytes file = MakeFile(Bitblas());
+  const std::vector<qd::SideFile> plain = {Config("d/quantize_config.json", kBitblasConfig)};
+  ExpectEverySide(file, plain, {}, {"bitblas"});
+  const qd::ByteView view{file.data(), file.size()};
+  for (const qd::Outcome& o : {Recognised().codec_read(view, "m.safetensors", plain),
+                               Recognised().oracle_read(view, "m.safetensors", plain)}) {
+    ASSERT_EQ(o.tensors.size(), 1u);  // bias is F16 too, but a layer member
+    EXPECT_EQ(o.tensors[0].name, "norm");
+    EXPECT_EQ(o.findings[0].tensor, "l.qweight");  // the anchor
+  }
+  // Nested in config.json, the label in checkpoint_format, any integer storage.
+  ExpectEverySide(file, {Config("d/config.json",
+                                R"({"quantization_config":{"bits":4,"checkpoint_format":"bitblas"}})")},
+                  {}, {"bitblas"});
+  // config.json without quantization_config is no source: the next one wins.
+  ExpectEverySide(file, {Config("d/config.json", R"({"model_type":"llama"})"),
+                         Config("d/quant_config.json", R"({"bits":4,"method":"bitblas"})")},
+                  {}, {"bitblas"});
+  std::vector<T> i32 = Bitblas();
+  i32[1] = {"l.qweight", "I32", {16, 8}};
+  i32[3] = {"l.qzeros", "I32", {2, 2}};  // 16*4/32
+  ExpectEverySide(MakeFile(i32), plain, {}, {"bitblas"});
+  std::vector<T> empty_zeros = Bitblas();
+  empty_zeros[3].shape = {0};  // "otherwise an empty buffer"
+  ExpectEverySide(MakeFile(empty_zeros), plain, {}, {"bitblas"});
+  empty_zeros[3].name = "l.zeros";  // the alias alone
+  ExpectEverySide(MakeFile(empty_zeros), plain, {}, {"bitblas"});
+}
+
+TEST(RecognisedBitblas, EveryStructuralRule) {
+  const std::vector<qd::SideFile> configs = {Config("q.json", kBitblasConfig)};
+  // Bitblas(): norm, qweight, scales, qzeros, bias.
+  ExpectEveryEdit(Bitblas(), {
+      {[](auto& t) { t.push_back({"l.zeros", "I8", {2, 8}}); }, {"REC-008", "l.zeros", "zeros"}},
+      {[](auto& t) { t.erase(t.begin() + 2); }, {"REC-002", "l.qweight", "scales"}},
+      {[](auto& t) { t[1].dtype = "F16"; }, {"REC-003", "l.qweight", "dtype"}},
+      {[](auto& t) { t[3].dtype = "U8"; }, {"REC-003", "l.qzeros", "dtype"}},  // not qweight's
+      {[](auto& t) { t[2].shape = {32}; }, {"REC-003", "l.scales", "shape"}},
+      {[](auto& t) { t[2].shape = {16, 0}; }, {"REC-004", "l.scales", "shape"}},
+      {[](auto& t) { t[3].shape = {3, 8}; }, {"REC-004", "l.qzeros", "shape"}},  // G rows
+      {[](auto& t) { t[3].shape = {2, 16}; }, {"REC-004", "l.qzeros", "shape"}},  // 16*4/8 = 8
+      {[](auto& t) { t[4].shape = {15}; }, {"REC-004", "l.bias", "shape"}},
+  }, configs);
+  // Without bits in the config only the G rows are checked.
+  const std::vector<qd::SideFile> no_bits = {Config("q.json", R"({"format":"bitblas"})")};
+  std::vector<T> wide = Bitblas();
+  wide[3].shape = {2, 16};
+  ExpectEverySide(MakeFile(wide), no_bits, {}, {"bitblas"});
+  wide[3].shape = {3, 16};
+  ExpectEverySide(MakeFile(wide), no_bits, {"REC-004", "l.qzeros", "shape"});
+}
+
+// The label alone tells BitBLAS from GPTQ: without a bitblas config the
+// same names are GPTQ's (docs/gptq.md); with it, a GPTQ-shaped layer is a
+// BitBLAS layer whose group-major scales [1, 32] say N = 1, G = 32 and
+// whose qzeros [1, 4] then has the wrong row count.
+TEST(RecognisedBitblas, WithoutTheLabelTheTensorsStayGptq) {
+  const Bytes file = MakeFile(kGptqLayer);
+  const qd::ByteView view{file.data(), file.size()};
+  EXPECT_FALSE(Recognised().claims(view, {}));
+  EXPECT_FALSE(Recognised().oracle_claims(view, {}));
+  ExpectGptqRefusal({Config("q.json", R"({"bits":4,"group_size":-1,"format":"BitBLAS"})")}, "CFG-005",
+                    "format");  // the label is lowercase only
+  ExpectEverySide(file, {Config("q.json", R"({"bits":4,"group_size":-1,"format":"bitblas"})")},
+                  {"REC-004", "l.qzeros", "shape"});
+  // The GPTQ reader, given the bitblas config anyway (`--format gptq`), refuses it at C5.
+  const std::vector<qd::SideFile> configs = {Config("q.json", R"({"bits":4,"group_size":-1,"format":"bitblas"})")};
+  const qd::harness::FormatEntry& gptq = *qd::harness::FindFormat("gptq");
+  for (const qd::Outcome& o : {gptq.codec_read(view, "m.safetensors", configs),
+                               gptq.oracle_read(view, "m.safetensors", configs)}) {
+    ASSERT_TRUE(o.refused);
+    EXPECT_EQ(o.findings.back().rule, "CFG-005");
     EXPECT_EQ(o.findings.back().field, "format");
   }
 }

@@ -42,7 +42,8 @@ inline RegistryReadings DiffThroughRegistry(const qd::harness::FormatEntry& form
                                             const std::string& name,
                                             const qd::harness::SideFiles& side_files) {
   if (std::optional<qd::harness::Divergence> d = qd::harness::CompareDetection(
-          qd::harness::DetectFormat(file).name, qd::harness::OracleDetectFormat(file).name, target)) {
+          qd::harness::DetectFormat(file, side_files).name,
+          qd::harness::OracleDetectFormat(file, side_files).name, target)) {
     Diverge(d->signature, d->detail);
   }
   RegistryReadings r{format.codec_read(file, name, side_files),

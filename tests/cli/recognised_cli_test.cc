@@ -1,8 +1,10 @@
 // recognised_cli_test.cc: the quantdiff binary on files of the families it
 // recognises but does not decode (docs/recognised.md): `check` accepts a
 // well-formed file and names the family (warning REC-101), `decode` refuses
-// it with REC-001 and writes nothing (exit 1), and a Marlin-labelled GPTQ
-// checkpoint stays GPTQ-005. Files are built by hand (tests/recognised_files.h).
+// it with REC-001 and writes nothing (exit 1), a BitBLAS checkpoint is told
+// from GPTQ by its config (beside the file, --config, or its directory), and
+// a Marlin-labelled GPTQ checkpoint stays GPTQ-005. Files are built by hand
+// (tests/recognised_files.h).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -42,6 +44,21 @@ class RecognisedCli : public testing::Test {
     if (j.is_discarded() || !j.contains("findings")) return rules;
     for (const auto& f : j["findings"]) rules.push_back(f.value("rule", "") + ":" + f.value("field", ""));
     return rules;
+  }
+  // INPUT (a file or a model directory) as docs/recognised.md 0 says: check
+  // accepts it naming FAMILY, diff finds the readers agree, decode refuses
+  // with REC-001 and writes nothing.
+  void ExpectCheckedNotDecoded(const std::string& input, const std::string& family) {
+    const qd::hostile::RunResult check = Run({"check", input, "--report", "json"});
+    EXPECT_EQ(check.exit_code, 0) << check.err;
+    EXPECT_EQ(Rules(check.out), std::vector<std::string>{"REC-101:" + family}) << check.out;
+    const qd::hostile::RunResult diff = Run({"diff", input});
+    EXPECT_EQ(diff.exit_code, 0) << diff.out << diff.err;
+    const std::string out = (dir_ / "out.safetensors").string();
+    const qd::hostile::RunResult decode = Run({"decode", input, "--out", out});
+    EXPECT_EQ(decode.exit_code, 1) << decode.err;
+    EXPECT_NE(decode.err.find("REC-001"), std::string::npos) << decode.err;
+    EXPECT_FALSE(fs::exists(out));
   }
   fs::path dir_;
 };
@@ -114,22 +131,78 @@ TEST_F(RecognisedCli, ShardedExl3DirectoryIsCheckedAsOneModelAndNotDecoded) {
       R"("norm":"model-00001-of-00002.safetensors","m.suh":"model-00002-of-00002.safetensors"}})");
   Put("model/config.json", kExl3Config);
   const std::string model = (dir_ / "model").string();
-  const qd::hostile::RunResult check = Run({"check", model, "--report", "json"});
-  EXPECT_EQ(check.exit_code, 0) << check.err;
-  EXPECT_EQ(Rules(check.out), std::vector<std::string>{"REC-101:exl3"}) << check.out;
-  EXPECT_EQ(Run({"diff", model}).exit_code, 0);
-
-  const std::string out = (dir_ / "out.safetensors").string();
-  const qd::hostile::RunResult decode = Run({"decode", model, "--out", out});
-  EXPECT_EQ(decode.exit_code, 1) << decode.err;
-  EXPECT_NE(decode.err.find("REC-001"), std::string::npos) << decode.err;
-  EXPECT_FALSE(fs::exists(out));
+  ExpectCheckedNotDecoded(model, "exl3");
 
   // The suh shard's shape no longer what tensor_storage says: REC-007 names that shard.
   PutFile("model/model-00002-of-00002.safetensors", MakeFile({{"m.suh", "F16", {8}}}));
   const qd::hostile::RunResult broken = Run({"check", model, "--report", "json"});
   EXPECT_EQ(broken.exit_code, 1) << broken.err;
   EXPECT_EQ(Rules(broken.out), std::vector<std::string>{"REC-007:shape"}) << broken.out;
+  EXPECT_NE(broken.out.find("model-00002-of-00002.safetensors"), std::string::npos) << broken.out;
+}
+
+// BitBLAS (docs/recognised.md 2, 4): N 16, G 2, b 4, I8 storage; scales
+// [16, 2], qzeros [2, 8]; its names are GPTQ's.
+const std::vector<qdtest::T> kBitblas = {{"m.qweight", "I8", {16, 32}}, {"m.scales", "F16", {16, 2}},
+                                         {"m.qzeros", "I8", {2, 8}}};
+const char kBitblasConfig[] = R"({"bits":4,"group_size":32,"quant_method":"gptq","format":"bitblas"})";
+
+TEST_F(RecognisedCli, BitblasIsToldFromGptqByItsConfigBesideTheFileOrGiven) {
+  const std::string file = PutFile("model.safetensors", MakeFile(kBitblas));
+  // No config: no label, so the names are AWQ-shaped GPTQ names (docs/awq.md
+  // 2), read by a reader that needs a config.
+  const qd::hostile::RunResult alone = Run({"check", file, "--report", "json"});
+  EXPECT_EQ(alone.exit_code, 1) << alone.err;
+  EXPECT_EQ(Rules(alone.out), std::vector<std::string>{"CFG-003:config"}) << alone.out;
+
+  const std::string given = Put("bitblas.json", kBitblasConfig);
+  const qd::hostile::RunResult with_config = Run({"check", file, "--config", given, "--report", "json"});
+  EXPECT_EQ(with_config.exit_code, 0) << with_config.err;
+  EXPECT_EQ(Rules(with_config.out), std::vector<std::string>{"REC-101:bitblas"}) << with_config.out;
+
+  Put("quantize_config.json", kBitblasConfig);
+  ExpectCheckedNotDecoded(file, "bitblas");
+  const qd::hostile::RunResult diff = Run({"diff", file});
+  EXPECT_NE(diff.out.find("[recognised]"), std::string::npos) << diff.out;
+  // --format gptq reads it as GPTQ with its config: format bitblas is CFG-005.
+  const qd::hostile::RunResult as_gptq = Run({"check", file, "--format", "gptq", "--report", "json"});
+  EXPECT_EQ(as_gptq.exit_code, 1) << as_gptq.err;
+  EXPECT_EQ(Rules(as_gptq.out), std::vector<std::string>{"CFG-005:format"}) << as_gptq.out;
+
+  // Both qzeros and its alias zeros: REC-008.
+  std::vector<qdtest::T> both = kBitblas;
+  both.push_back({"m.zeros", "I8", {2, 8}});
+  const std::string two = PutFile("two.safetensors", MakeFile(both));
+  const qd::hostile::RunResult refused = Run({"check", two, "--report", "json"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_EQ(Rules(refused.out), std::vector<std::string>{"REC-008:zeros"}) << refused.out;
+}
+
+// A sharded BitBLAS directory: config.json's quantization_config labels the
+// merged table; a layer split over two shards is one layer.
+TEST_F(RecognisedCli, ShardedBitblasDirectoryIsCheckedAsOneModelAndNotDecoded) {
+  fs::create_directories(dir_ / "model");
+  PutFile("model/model-00001-of-00002.safetensors", MakeFile({kBitblas[0], kBitblas[1]}));
+  PutFile("model/model-00002-of-00002.safetensors", MakeFile({kBitblas[2], {"norm", "F32", {2}}}));
+  Put("model/model.safetensors.index.json",
+      R"({"weight_map":{"m.qweight":"model-00001-of-00002.safetensors",)"
+      R"("m.scales":"model-00001-of-00002.safetensors","m.qzeros":"model-00002-of-00002.safetensors",)"
+      R"("norm":"model-00002-of-00002.safetensors"}})");
+  Put("model/config.json", std::string(R"({"model_type":"llama","quantization_config":)") + kBitblasConfig + "}");
+  const std::string model = (dir_ / "model").string();
+  ExpectCheckedNotDecoded(model, "bitblas");
+
+  // One weight file, no index: read as that file with the directory's config.
+  fs::create_directories(dir_ / "single");
+  PutFile("single/model.safetensors", MakeFile(kBitblas));
+  Put("single/config.json", std::string(R"({"quantization_config":)") + kBitblasConfig + "}");
+  ExpectCheckedNotDecoded((dir_ / "single").string(), "bitblas");
+
+  // qzeros with 3 group rows where scales has 2: REC-004 names that shard.
+  PutFile("model/model-00002-of-00002.safetensors", MakeFile({{"m.qzeros", "I8", {3, 8}}, {"norm", "F32", {2}}}));
+  const qd::hostile::RunResult broken = Run({"check", model, "--report", "json"});
+  EXPECT_EQ(broken.exit_code, 1) << broken.err;
+  EXPECT_EQ(Rules(broken.out), std::vector<std::string>{"REC-004:shape"}) << broken.out;
   EXPECT_NE(broken.out.find("model-00002-of-00002.safetensors"), std::string::npos) << broken.out;
 }
 

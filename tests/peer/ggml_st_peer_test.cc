@@ -51,7 +51,7 @@ TEST(GgmlStPeer, EveryWrittenTypeDecodesToGgmlsDequantBitForBit) {
     const std::string text = std::string("{\"method\": \"gguf\", \"format\": \"") + written->second.variant +
                              "\", \"bits\": " + std::to_string(written->second.bits) + "}";
     const std::vector<qd::SideFile> configs = {{"quantize_config.json", {text.begin(), text.end()}}};
-    EXPECT_EQ(qd::harness::DetectFormat({file.data(), file.size()}).name, "ggml_st") << c.file;
+    EXPECT_EQ(qd::harness::DetectFormat({file.data(), file.size()}, {}).name, "ggml_st") << c.file;
     for (const bool oracle : {false, true}) {
       const qd::Outcome o = oracle ? format.oracle_read({file.data(), file.size()}, c.file, configs)
                                    : format.codec_read({file.data(), file.size()}, c.file, configs);
