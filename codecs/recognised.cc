@@ -585,12 +585,7 @@ bool HasRecognisedLayer(const TensorTable& table, const std::vector<qd::SideFile
 
 bool ClaimsRecognised(const ClaimInput& input, const std::vector<qd::SideFile>& configs) {
   const TensorTable* table = input.Get();
-  if (table == nullptr) return false;
-  const bool bitblas_label = ReadBitblasConfig(configs).labelled;
-  for (std::size_t i = 0; i < table->size(); ++i) {
-    if (IsMarkerName((*table)[i].name, bitblas_label)) return true;
-  }
-  return false;
+  return table != nullptr && HasRecognisedLayer(*table, configs);
 }
 
 void StreamRecognisedTensors(const RecognisedResult& r, TensorSink& sink) {

@@ -557,12 +557,7 @@ bool HasRecognisedLayer(const MergedTable& table, const std::vector<qd::SideFile
 
 bool IsRecognisedFile(const ClaimInput& input, const std::vector<qd::SideFile>& configs) {
   const MergedTable* table = input.Get();
-  if (table == nullptr) return false;
-  const bool bitblas_label = ReadBitblasFacts(configs).label;
-  for (const TableTensor& t : table->tensors) {
-    if (IsMarkerName(t.name, bitblas_label)) return true;
-  }
-  return false;
+  return table != nullptr && HasRecognisedLayer(*table, configs);
 }
 
 }  // namespace qd::oracle
