@@ -1,14 +1,19 @@
 // stream_differ.h: codec and oracle compared as their values arrive.
 //
 // What `quantdiff diff` runs (issue 9 section 3: "decode and diff stream by
-// tensor and by row chunk (compare as you go)"). The oracle's stream runs on
-// a second thread and the codec's on the caller's; each chunk the codec hands
-// over is compared with the oracle's values at the same place while both are
-// held, so the memory is one chunk per side, not two whole decodes. Both
-// readers always run to their end (a difference does not stop them), so
-// their findings are complete, and the verdict is the same as Compare's on
-// their whole outcomes (differ.h): detection aside, verdict first, then the
-// findings, then, for an accepted file, plans and values.
+// tensor and by row chunk (compare as you go)", within input size + 64 MiB).
+// The readers run one after the other, so that one reader's records are
+// alive at a time, not both (a header of 1M tiny entries costs each reader
+// about its own size again). Each streams into a summary: SHA-256 over its
+// plan and over its values in element order, its chunk order checked
+// against the sink contract. Then, as Compare on whole outcomes (differ.h):
+// detection aside, verdict first, then the findings, then, for an accepted
+// file, the streams: equal summaries of two well-ordered, complete streams
+// are no divergence. Unequal ones are read a second time side by side, the
+// oracle's stream on a second thread handing each chunk to the codec's, so
+// that the first difference is named at its element; only that second read
+// holds both readers' records at once. A difference the second read does
+// not find is itself a divergence ("unrepeatable").
 //
 //   const qd::harness::StreamedDiff d = qd::harness::DiffStreams(format, bytes, path, sides);
 //   if (d.out_of_memory) ...                     // the machine's limit: exit 2

@@ -57,7 +57,7 @@ std::uint32_t Mask(int bits) {
 // 8 + N_hdr + begin + j as a byte_offset, saturated at INT64_MAX (in a
 // .pt table, docs/pt.md 6.4's offset of byte j).
 std::int64_t DataOffset(const TableTensor& tensor, Wide j) {
-  if (tensor.pt_byte_offset) return tensor.ByteOffset(static_cast<std::uint64_t>(j));
+  if (tensor.pt_layout != nullptr) return tensor.ByteOffset(static_cast<std::uint64_t>(j));
   const Wide offset = static_cast<Wide>(tensor.data_start) + static_cast<Wide>(tensor.begin) + j;
   const Wide limit = static_cast<Wide>(std::numeric_limits<std::int64_t>::max());
   return static_cast<std::int64_t>(offset > limit ? limit : offset);
@@ -89,18 +89,19 @@ std::string ShapeToString(const std::vector<std::uint64_t>& shape) {
 // Section 5: layers (docs/gptq.md section 2).
 
 // P and the suffix of a tensor name, split at its last '.'.
-void SplitName(const std::string& name, std::string* prefix, std::string* suffix) {
+// A name P + x split at its last dot: P with the dot, and x (P is empty
+// when there is no dot). Views into NAME.
+struct NameParts {
+  std::string_view prefix;
+  std::string_view suffix;
+};
+NameParts SplitName(std::string_view name) {
   const std::size_t dot = name.rfind('.');
-  if (dot == std::string::npos) {
-    prefix->clear();
-    *suffix = name;
-  } else {
-    *prefix = name.substr(0, dot + 1);
-    *suffix = name.substr(dot + 1);
-  }
+  if (dot == std::string_view::npos) return {std::string_view(), name};
+  return {name.substr(0, dot + 1), name.substr(dot + 1)};
 }
 
-bool IsQuantMember(const std::string& suffix) {
+bool IsQuantMember(std::string_view suffix) {
   return suffix == "qweight" || suffix == "qzeros" || suffix == "scales" || suffix == "g_idx";
 }
 
@@ -111,25 +112,27 @@ using Layer = QuantLayer;
 // order is the order of the anchors' indexes.
 std::vector<Layer> FindLayers(const TableTensors& tensors) {
   const int count = static_cast<int>(tensors.size());
-  std::vector<std::string> prefixes(tensors.size());
-  std::vector<std::string> suffixes(tensors.size());
-  for (int i = 0; i < count; ++i) SplitName(tensors[i].name, &prefixes[i], &suffixes[i]);
-  // The prefixes that own a quantized member.
+  // The prefixes that own a quantized member. Names are split where they
+  // are read, twice, rather than kept split: a copy of every prefix and
+  // suffix cost 64 bytes a tensor at the peak of detection (issue 9,
+  // section 3).
   std::vector<Layer> layers;
-  std::map<std::string, std::size_t> by_prefix;
+  std::map<std::string, std::size_t, std::less<>> by_prefix;
   for (int i = 0; i < count; ++i) {
-    if (!IsQuantMember(suffixes[i]) || by_prefix.count(prefixes[i]) != 0) continue;
-    by_prefix[prefixes[i]] = layers.size();
+    const NameParts parts = SplitName(tensors[i].name);
+    if (!IsQuantMember(parts.suffix) || by_prefix.count(parts.prefix) != 0) continue;
+    by_prefix.emplace(std::string(parts.prefix), layers.size());
     Layer layer;
-    layer.prefix = prefixes[i];
+    layer.prefix = std::string(parts.prefix);
     layers.push_back(layer);
   }
   // Every tensor P+x of a layer P, in table order.
   for (int i = 0; i < count; ++i) {
-    const auto found = by_prefix.find(prefixes[i]);
+    const NameParts parts = SplitName(tensors[i].name);
+    const auto found = by_prefix.find(parts.prefix);
     if (found == by_prefix.end()) continue;
     Layer& layer = layers[found->second];
-    const std::string& suffix = suffixes[i];
+    const std::string_view suffix = parts.suffix;
     if (suffix == "qweight")
       layer.qweight = i;
     else if (suffix == "qzeros")
@@ -236,8 +239,7 @@ bool CheckLayer(const LayerContext& ctx, const Layer& layer, Reporter& report,
   }
   // L3 GPTQ-103: unknown siblings, read as ordinary tensors.
   for (const int sibling : layer.siblings) {
-    std::string prefix, suffix;
-    SplitName(TensorAt(ctx, sibling).name, &prefix, &suffix);
+    const std::string suffix(SplitName(TensorAt(ctx, sibling).name).suffix);
     report.Warning("GPTQ-103", file, TensorAt(ctx, sibling).name, suffix,
                    TensorAt(ctx, sibling).header_offset,
                    "the tensor " + TensorAt(ctx, sibling).name +

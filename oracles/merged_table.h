@@ -12,7 +12,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <set>
 #include <string>
 #include <utility>
@@ -22,6 +21,8 @@
 #include "quantdiff/plain_data.h"
 
 namespace qd::oracle {
+
+struct PtTensorLayout;  // pt.h
 
 // One tensor of the table: its container entry (begin and end relative to
 // its own shard's data) and where its bytes are.
@@ -33,14 +34,17 @@ struct TableTensor : ContainerTensor {
   // safetensors shard, ds of data.pkl in a .pt file (docs/pt.md 6.4).
   std::int64_t header_offset = 8;
   // Set for a .pt tensor (docs/pt.md 6.4: byte k of a view maps through its
-  // strides): the finding offset of byte k of its C-order bytes, instead of
+  // strides): its shape and layout in the file's reading, through which the
+  // finding offset of byte k of its C-order bytes is found, instead of
   // data_start + begin + k. begin and end are then 6.4's absolute keys.
-  std::function<std::int64_t(std::uint64_t)> pt_byte_offset;
+  // Two pointers, not a std::function: 16 bytes a tensor instead of 32 in
+  // every table, a single file's detection table too (issue 9, section 3).
+  const std::vector<std::uint64_t>* pt_shape = nullptr;
+  const PtTensorLayout* pt_layout = nullptr;
 
-  // The byte_offset of a finding about byte k of the tensor's data.
-  std::int64_t ByteOffset(std::uint64_t k) const {
-    return pt_byte_offset ? pt_byte_offset(k) : static_cast<std::int64_t>(data_start + begin + k);
-  }
+  // The byte_offset of a finding about byte k of the tensor's data
+  // (defined in pt_views.cc, beside PtByteOffset).
+  std::int64_t ByteOffset(std::uint64_t k) const;
 };
 
 // A deque: a file's records move in from its container's deque one by one,

@@ -38,11 +38,8 @@ void AppendShard(qd::ByteView file, const PtTables& tables, std::size_t shard, b
     }
     static const std::uint8_t kNoByte = 0;  // an empty tensor's data: never read
     tensor.data = bytes->empty() ? &kNoByte : bytes->data();
-    const std::vector<std::uint64_t>* shape = &source.shape;
-    const PtTensorLayout* layout = &source.layout;
-    tensor.pt_byte_offset = [shape, layout](std::uint64_t k) {
-      return static_cast<std::int64_t>(PtByteOffset(*shape, *layout, k));
-    };
+    tensor.pt_shape = &source.shape;
+    tensor.pt_layout = &source.layout;
     table->tensors.push_back(std::move(tensor));
   }
   std::sort(table->tensors.begin() + static_cast<std::ptrdiff_t>(first), table->tensors.end(),

@@ -3,6 +3,7 @@
 // See pt_model.h.
 #include <algorithm>
 
+#include "oracles/merged_table.h"
 #include "oracles/pt_model.h"
 #include "oracles/safetensors.h"
 
@@ -88,6 +89,11 @@ std::uint64_t PtByteOffset(const std::vector<std::uint64_t>& shape, const PtTens
     i /= size;
   }
   return layout.storage_start + s * isz + k % isz;
+}
+
+std::int64_t TableTensor::ByteOffset(std::uint64_t k) const {
+  if (pt_layout != nullptr) return static_cast<std::int64_t>(PtByteOffset(*pt_shape, *pt_layout, k));
+  return static_cast<std::int64_t>(data_start + begin + k);
 }
 
 std::vector<std::uint8_t> PtTensorCOrderBytes(qd::ByteView file,

@@ -5,9 +5,13 @@
 // wherever the two streams cut their chunks.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <bit>
+#include <chrono>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness/registry.h"
@@ -285,6 +289,121 @@ TEST(Streams, BnbTransposedLayerLargerThanAChunkComesInChunks) {
     ASSERT_NO_FATAL_FAILURE(qd::test::ExpectOneTensorInSeveralChunks(sink, "w", {kC, kR}));
     EXPECT_TRUE(SameBits(sink.tensors[0].values, want));
   }
+}
+
+
+// ---- DiffReaders: one reader at a time, a second read to locate -----------
+
+// A reader of a made-up input: it announces NAMES (each of shape [2]) and
+// hands over VALUES(run) as one chunk per tensor, counting its runs and
+// noting whether the other reader was running at the same time.
+struct FakeReader {
+  std::vector<std::string> names;
+  std::function<std::vector<float>(int run)> values;  // 2 per tensor
+  std::atomic<int>* running = nullptr;                // shared by both readers
+  int runs = 0;
+  bool overlapped = false;
+
+  qd::Outcome operator()(qd::TensorSink& sink) {
+    const int run = runs++;
+    if (running->fetch_add(1) != 0) overlapped = true;
+    std::vector<qd::TensorInfo> plan;
+    for (const std::string& n : names) plan.push_back(qd::TensorInfo{n, {2}});
+    sink.Plan(plan);
+    const std::vector<float> v = values(run);
+    for (std::size_t t = 0; t < names.size(); ++t) {
+      // A pause inside the run, so that a reader started beside it would
+      // be seen running.
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      sink.Take(qd::TensorChunk{t, 0, v.data() + 2 * t, 2});
+    }
+    if (running->fetch_sub(1) != 1) overlapped = true;
+    return qd::Outcome{};
+  }
+};
+
+qd::harness::StreamedDiff Diff(FakeReader& codec, FakeReader& oracle) {
+  return qd::harness::DiffReaders(
+      "fake", [&](qd::TensorSink& s) { return codec(s); }, [&](qd::TensorSink& s) { return oracle(s); });
+}
+
+TEST(DiffReaders, EqualStreamsAreReadOnceEachAndNeverSideBySide) {
+  std::atomic<int> running{0};
+  auto same = [](int) { return std::vector<float>{1, 2, 3, 4}; };
+  FakeReader codec{{"a", "b"}, same, &running};
+  FakeReader oracle{{"a", "b"}, same, &running};
+  const auto d = Diff(codec, oracle);
+  EXPECT_FALSE(d.divergence.has_value()) << d.divergence->signature;
+  // One reader's records alive at a time: the memory bound of `diff`.
+  EXPECT_EQ(codec.runs, 1);
+  EXPECT_EQ(oracle.runs, 1);
+  EXPECT_FALSE(codec.overlapped);
+  EXPECT_FALSE(oracle.overlapped);
+}
+
+TEST(DiffReaders, ADifferenceIsReadAgainAndNamedAtItsElement) {
+  std::atomic<int> running{0};
+  FakeReader codec{{"a", "b"}, [](int) { return std::vector<float>{1, 2, 3, 4}; }, &running};
+  FakeReader oracle{{"a", "b"}, [](int) { return std::vector<float>{1, 2, 3, 5}; }, &running};
+  const auto d = Diff(codec, oracle);
+  ASSERT_TRUE(d.divergence.has_value());
+  EXPECT_EQ(d.divergence->signature, "DIFF:fake:bytes:value");
+  // Tensor b, its element 1 (flat value 3 of the stream).
+  EXPECT_NE(d.divergence->detail.find("b"), std::string::npos) << d.divergence->detail;
+  EXPECT_NE(d.divergence->detail.find("element 1:"), std::string::npos) << d.divergence->detail;
+  EXPECT_EQ(codec.runs, 2);
+  EXPECT_EQ(oracle.runs, 2);
+}
+
+TEST(DiffReaders, NamesWithTheSameBytesCutElsewhereDiffer) {
+  // "ab","c" and "a","bc": the same name bytes back to back, so a summary
+  // that did not mark where each name ends would call the plans equal.
+  std::atomic<int> running{0};
+  auto same = [](int) { return std::vector<float>{1, 2, 3, 4}; };
+  FakeReader codec{{"ab", "c"}, same, &running};
+  FakeReader oracle{{"a", "bc"}, same, &running};
+  const auto d = Diff(codec, oracle);
+  ASSERT_TRUE(d.divergence.has_value());
+  EXPECT_EQ(d.divergence->signature.rfind("DIFF:fake:", 0), 0u) << d.divergence->signature;
+  EXPECT_NE(d.divergence->signature, "DIFF:fake:bytes:unrepeatable");
+  EXPECT_EQ(codec.runs, 2);
+}
+
+TEST(DiffReaders, ADifferenceTheSecondReadDoesNotShowIsUnrepeatable) {
+  std::atomic<int> running{0};
+  // The codec's first run differs, its second does not.
+  FakeReader codec{{"a"}, [](int run) { return std::vector<float>{1, run == 0 ? 7.0f : 2.0f}; },
+                   &running};
+  FakeReader oracle{{"a"}, [](int) { return std::vector<float>{1, 2}; }, &running};
+  const auto d = Diff(codec, oracle);
+  ASSERT_TRUE(d.divergence.has_value());
+  EXPECT_EQ(d.divergence->signature, "DIFF:fake:bytes:unrepeatable");
+}
+
+TEST(DiffReaders, AStreamEndingEarlyIsNotEqualToAWholeOne) {
+  std::atomic<int> running{0};
+  auto same = [](int) { return std::vector<float>{1, 2, 3, 4}; };
+  FakeReader codec{{"a", "b"}, same, &running};
+  FakeReader oracle{{"a", "b", "c"}, [](int) { return std::vector<float>{1, 2, 3, 4, 5, 6}; },
+                    &running};
+  // The oracle plans c and hands over its values; the codec plans no c.
+  const auto d = Diff(codec, oracle);
+  ASSERT_TRUE(d.divergence.has_value());
+  EXPECT_NE(d.divergence->signature, "DIFF:fake:bytes:unrepeatable");
+}
+
+TEST(DiffReaders, NansOfDifferentPayloadsAreEqualAsInCompareValues) {
+  // CompareValues (differ.cc) takes any NaN as equal to any NaN; the one-
+  // reader-at-a-time summaries must too, or the pair would be read again and
+  // called unrepeatable.
+  std::atomic<int> running{0};
+  const float quiet = std::bit_cast<float>(0x7FC00000u);
+  const float payload = std::bit_cast<float>(0xFFC01234u);
+  FakeReader codec{{"a"}, [&](int) { return std::vector<float>{quiet, 1}; }, &running};
+  FakeReader oracle{{"a"}, [&](int) { return std::vector<float>{payload, 1}; }, &running};
+  const auto d = Diff(codec, oracle);
+  EXPECT_FALSE(d.divergence.has_value()) << d.divergence->signature;
+  EXPECT_EQ(codec.runs, 1);
 }
 
 }  // namespace
