@@ -28,8 +28,9 @@ struct DirDiff {
   bool oracle_unsupported = false;
 };
 
-// Both directory readers on LISTING, the oracle's on a second thread; the
-// codec's with OPTIONS (its shards on options.jobs threads, its shard
+// Both directory readers on LISTING, one after the other (DiffReaders,
+// stream_differ.h: side by side only to locate a difference); the codec's
+// with OPTIONS (its shards on options.jobs threads, its shard
 // progress: codecs/model_dir.h; the findings are the same for any jobs).
 DirDiff DiffModelDir(const qd::ModelDirListing& listing, const codec::ModelDirOptions& options = {});
 

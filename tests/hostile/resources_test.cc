@@ -157,13 +157,15 @@ Bytes TinyEntriesSafetensors(int n) {
 }
 
 TEST_F(ResourcesOfLargeHeaders, HeaderOfTinyEntries) {
-  // 250k entries, a 14.6 MB header. Each reader's records cost several
-  // times an entry's text: diff held about 850 bytes an entry (a hash set
-  // of name copies, a vector per shape, the oracle's JSON nodes of every
-  // entry) and decode about 810 (the output header's index and copies);
-  // both ran out of their 206 MiB. Now about 480 and 460 (README
+  // 500k entries, a 29 MB header. Each reader's records cost several
+  // times an entry's text: at 250k diff held about 850 bytes an entry (a
+  // hash set of name copies, a vector per shape, the oracle's JSON nodes of
+  // every entry) and decode about 810 (the output header's index and
+  // copies); both ran out of their 206 MiB. With both readers' records
+  // alive together diff needed about 330 bytes an entry past the input and
+  // ran out here; read one reader at a time it holds 190 MB (README
   // "Resources").
-  const std::string in = Write("tiny.safetensors", TinyEntriesSafetensors(Scaled(250000)));
+  const std::string in = Write("tiny.safetensors", TinyEntriesSafetensors(Scaled(500000)));
   Expect({"check", in}, 0);
   Expect({"diff", in}, 0);
   Expect({"decode", in, "--out", Out("tiny.out.safetensors")}, 0);
@@ -175,9 +177,9 @@ TEST_F(ResourcesOfMillionEntryHeaders, HeaderOfTinyEntriesCheckAndDecode) {
   // every member and the whole output header text (526 MB peak RSS, out of
   // its 248 MiB here with bad_alloc); it now writes the header from the
   // plan in 1 MiB pieces from a plan that views the reader's records
-  // (224 MB). diff is not run: with both readers' records alive it still
-  // needs about 390 MB (README "Resources"), and ends with exit 2 under
-  // this bound.
+  // (220 MB). diff is not run: its peak, the oracle's detection, is still
+  // about 315 MB past the input (README "Resources"), and it ends with
+  // exit 2 under this bound.
   const std::string in = Write("million.safetensors", TinyEntriesSafetensors(Scaled(1000000)));
   Expect({"check", in}, 0);
   Expect({"decode", in, "--out", Out("million.out.safetensors")}, 0);
