@@ -57,7 +57,7 @@ std::uint32_t Mask(int bits) {
 // 8 + N_hdr + begin + j as a byte_offset, saturated at INT64_MAX (in a
 // .pt table, docs/pt.md 6.4's offset of byte j).
 std::int64_t DataOffset(const TableTensor& tensor, Wide j) {
-  if (tensor.pt_layout != nullptr) return tensor.ByteOffset(static_cast<std::uint64_t>(j));
+  if (tensor.pt_tensor != nullptr) return tensor.ByteOffset(static_cast<std::uint64_t>(j));
   const Wide offset = static_cast<Wide>(tensor.data_start) + static_cast<Wide>(tensor.begin) + j;
   const Wide limit = static_cast<Wide>(std::numeric_limits<std::int64_t>::max());
   return static_cast<std::int64_t>(offset > limit ? limit : offset);

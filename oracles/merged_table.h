@@ -22,7 +22,7 @@
 
 namespace qd::oracle {
 
-struct PtTensorLayout;  // pt.h
+struct PtTensorBytes;  // pt.h
 
 // One tensor of the table: its container entry (begin and end relative to
 // its own shard's data) and where its bytes are.
@@ -34,13 +34,10 @@ struct TableTensor : ContainerTensor {
   // safetensors shard, ds of data.pkl in a .pt file (docs/pt.md 6.4).
   std::int64_t header_offset = 8;
   // Set for a .pt tensor (docs/pt.md 6.4: byte k of a view maps through its
-  // strides): its shape and layout in the file's reading, through which the
-  // finding offset of byte k of its C-order bytes is found, instead of
-  // data_start + begin + k. begin and end are then 6.4's absolute keys.
-  // Two pointers, not a std::function: 16 bytes a tensor instead of 32 in
-  // every table, a single file's detection table too (issue 9, section 3).
-  const std::vector<std::uint64_t>* pt_shape = nullptr;
-  const PtTensorLayout* pt_layout = nullptr;
+  // strides): the tensor as the file's reading holds it, whose shape and
+  // layout give the finding offset of byte k of its C-order bytes, instead
+  // of data_start + begin + k. begin and end are then 6.4's absolute keys.
+  const PtTensorBytes* pt_tensor = nullptr;
 
   // The byte_offset of a finding about byte k of the tensor's data
   // (defined in pt_views.cc, beside PtByteOffset).
@@ -52,6 +49,14 @@ struct TableTensor : ContainerTensor {
 // while the table is built (issue 9, section 3: a vector sized up front held
 // them twice, 288 bytes a tensor at the peak of every detection).
 using TableTensors = std::deque<TableTensor>;
+// A TableTensor is at most 152 bytes (one pointer for the .pt mapping, not a
+// std::function): libstdc++ puts three of them in a 456-byte deque block,
+// which glibc serves from the same 464-byte chunk as a block of four
+// ContainerTensor. So while a file's records move into the table, the blocks
+// the container frees are the blocks the table takes; at 160 bytes none fit
+// and detection held about 116 MB of freed blocks on a header of 1M tiny
+// entries (issue 9, section 3). Measured, not a correctness matter.
+static_assert(sizeof(TableTensor) <= 152, "see the comment above");
 
 struct MergedTable {
   // The union of the shards' __metadata__ (docs/model_dir.md 3, IDX-012

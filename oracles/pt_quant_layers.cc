@@ -38,8 +38,7 @@ void AppendShard(qd::ByteView file, const PtTables& tables, std::size_t shard, b
     }
     static const std::uint8_t kNoByte = 0;  // an empty tensor's data: never read
     tensor.data = bytes->empty() ? &kNoByte : bytes->data();
-    tensor.pt_shape = &source.shape;
-    tensor.pt_layout = &source.layout;
+    tensor.pt_tensor = &source;
     table->tensors.push_back(std::move(tensor));
   }
   std::sort(table->tensors.begin() + static_cast<std::ptrdiff_t>(first), table->tensors.end(),

@@ -92,7 +92,9 @@ std::uint64_t PtByteOffset(const std::vector<std::uint64_t>& shape, const PtTens
 }
 
 std::int64_t TableTensor::ByteOffset(std::uint64_t k) const {
-  if (pt_layout != nullptr) return static_cast<std::int64_t>(PtByteOffset(*pt_shape, *pt_layout, k));
+  if (pt_tensor != nullptr) {
+    return static_cast<std::int64_t>(PtByteOffset(pt_tensor->shape, pt_tensor->layout, k));
+  }
   return static_cast<std::int64_t>(data_start + begin + k);
 }
 
