@@ -157,15 +157,15 @@ Bytes TinyEntriesSafetensors(int n) {
 }
 
 TEST_F(ResourcesOfLargeHeaders, HeaderOfTinyEntries) {
-  // 500k entries, a 29 MB header. Each reader's records cost several
+  // 700k entries, a 41 MB header. Each reader's records cost several
   // times an entry's text: at 250k diff held about 850 bytes an entry (a
   // hash set of name copies, a vector per shape, the oracle's JSON nodes of
   // every entry) and decode about 810 (the output header's index and
-  // copies); both ran out of their 206 MiB. With both readers' records
-  // alive together diff needed about 330 bytes an entry past the input and
-  // ran out here; read one reader at a time it holds 190 MB (README
-  // "Resources").
-  const std::string in = Write("tiny.safetensors", TinyEntriesSafetensors(Scaled(500000)));
+  // copies); both ran out of their 206 MiB. diff ran out here (from about
+  // 600k) while both readers' records were alive together and while the
+  // oracle's detection table could not reuse the blocks its container
+  // freed; now 187 MB (README "Resources").
+  const std::string in = Write("tiny.safetensors", TinyEntriesSafetensors(Scaled(700000)));
   Expect({"check", in}, 0);
   Expect({"diff", in}, 0);
   Expect({"decode", in, "--out", Out("tiny.out.safetensors")}, 0);
@@ -177,8 +177,8 @@ TEST_F(ResourcesOfMillionEntryHeaders, HeaderOfTinyEntriesCheckAndDecode) {
   // every member and the whole output header text (526 MB peak RSS, out of
   // its 248 MiB here with bad_alloc); it now writes the header from the
   // plan in 1 MiB pieces from a plan that views the reader's records
-  // (220 MB). diff is not run: its peak, the oracle's detection, is still
-  // about 315 MB past the input (README "Resources"), and it ends with
+  // (220 MB). diff is not run: its peak, the oracle's reading, is still
+  // about 205 MB past the input (README "Resources"), and it ends with
   // exit 2 under this bound.
   const std::string in = Write("million.safetensors", TinyEntriesSafetensors(Scaled(1000000)));
   Expect({"check", in}, 0);
