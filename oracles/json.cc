@@ -156,6 +156,9 @@ class JsonParser {
       return true;
     }
     std::vector<std::pair<std::uint32_t, std::uint32_t>> keys;  // arena (begin, size)
+    // The top-level object's members handed to the visitor: their keys are
+    // not kept, not even for duplicates (json.h).
+    const bool visited = depth == 1 && visit_member_ != nullptr;
     std::uint32_t last = kNoNode;
     while (true) {
       if (AtEnd() || bytes_[pos_] != '"') return Fail("an object key string is expected");
@@ -167,7 +170,7 @@ class JsonParser {
       ++pos_;
       SkipWhitespace();
       std::uint32_t child = kNoNode;
-      keys.emplace_back(key_begin, key_size);
+      if (!visited) keys.emplace_back(key_begin, key_size);
       // A top-level member the caller does not read keeps its key and the
       // kind of its value; the value is parsed and checked, not kept.
       const bool dropped = depth == 1 && skipping_ == 0 && members_kept_ != nullptr &&
@@ -182,13 +185,13 @@ class JsonParser {
         document_->nodes[child].key_begin = key_begin;
         document_->nodes[child].key_size = key_size;
       }
-      if (depth == 1 && visit_member_ != nullptr) {
-        // Handed over, then dropped: the member's nodes and value text go,
-        // its key stays (json.h).
+      if (visited) {
+        // Handed over, then dropped with its key: the member's nodes, value
+        // text and key text go (json.h).
         (*visit_member_)(*document_, child);
         document_->nodes[object].child_count += 1;
         document_->nodes.resize(child);
-        document_->text.resize(key_begin + key_size);
+        document_->text.resize(key_begin);
       } else {
         AppendChild(object, &last, child);
       }
@@ -201,7 +204,7 @@ class JsonParser {
       }
       if (bytes_[pos_] == '}') {
         ++pos_;
-        NoteDuplicateKeys(start, keys);
+        if (!visited) NoteDuplicateKeys(start, keys);
         if (object == kNoNode) document_->text.resize(arena_start);  // skipped keys
         return true;
       }

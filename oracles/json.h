@@ -95,10 +95,13 @@ struct JsonError {
 //
 // With visit_member given, each member of the top-level object is handed to
 // it as soon as it is parsed (document.Key(member) is its key, the member
-// node and its children its value), and then dropped: only its key stays in
-// the text, and nodes[0] has no children left (child_count still counts
-// them). A header of n tensor entries then never holds n entries' nodes
-// (issue 9, section 3). Duplicate keys are still found.
+// node and its children its value), and then dropped with its key: nodes[0]
+// has no children left (child_count still counts them) and the text holds
+// none of its keys. A header of n tensor entries then never holds n
+// entries' nodes or keys (issue 9, section 3). The top-level object's
+// duplicate keys are then the visitor's to find (it is handed every key,
+// and that object comes first in document order); every other object's are
+// still found.
 using JsonMemberVisitor = std::function<void(const JsonDocument& document, std::uint32_t member)>;
 bool ParseJsonObjectText(const std::uint8_t* bytes, std::size_t size, JsonDocument* document,
                          JsonError* error, std::uint32_t array_items_kept = kNoNode,

@@ -120,17 +120,23 @@ struct EntryProblem {
   std::string message;
 };
 
-// What ST-007..ST-010 need of one entry besides its ContainerTensor.
-struct EntryFacts {
-  int bits = 0;                      // bits per element; 0 for a block dtype
-  bool block = false;
-  std::int32_t entry_problem = -1;   // ST-007: an index into the problems, or -1
-  std::int32_t offsets_problem = -1; // ST-009
-};
+// The entries that have a problem for one rule: (entry, problem) with the
+// entry's index in header order and an index into HeaderFacts::problems,
+// appended in header order. Kept only for the entries that have one: the
+// other facts ST-008..ST-010 need (bits, block) follow from the dtype, so an
+// entry costs its ContainerTensor and nothing beside it (issue 9, section 3).
+using EntryProblems = std::vector<std::pair<std::uint32_t, std::int32_t>>;
+
+// ENTRY's problem in LIST, or -1.
+std::int32_t ProblemOf(const EntryProblems& list, std::uint32_t entry) {
+  const auto found = std::lower_bound(list.begin(), list.end(), std::make_pair(entry, std::int32_t{-1}));
+  return found != list.end() && found->first == entry ? found->second : -1;
+}
 
 // Everything the one pass over the header collects.
 struct HeaderFacts {
   bool has_metadata = false;
+  int metadata_members = 0;  // how many top-level keys are __metadata__ (ST-005)
   std::int32_t metadata_problem = -1;  // ST-006
   std::vector<std::pair<std::string, std::string>> metadata;
   // Header order. Deques: the count is known only at the end, and a
@@ -138,7 +144,8 @@ struct HeaderFacts {
   // 9, section 3: a header of 1M tiny entries); Container::tensors takes
   // this one over.
   std::deque<ContainerTensor> tensors;
-  std::deque<EntryFacts> facts;  // beside tensors
+  EntryProblems entry_problems;    // ST-007
+  EntryProblems offsets_problems;  // ST-009
   std::vector<EntryProblem> problems;
 };
 
@@ -185,9 +192,9 @@ std::optional<EntryProblem> ReadMetadata(const JsonDocument& document, std::uint
 
 // Section 5, ST-007: the entry is an object with dtype, shape and
 // data_offsets, a known dtype string and a shape array of non-negative
-// integers. Fills tensor->dtype, tensor->shape and *facts as it goes.
+// integers. Fills tensor->dtype and tensor->shape as it goes.
 std::optional<EntryProblem> ReadEntryFields(const JsonDocument& document, std::uint32_t entry,
-                                            ContainerTensor* tensor, EntryFacts* facts) {
+                                            ContainerTensor* tensor) {
   if (document.nodes[entry].kind != JsonKind::kObject) {
     return EntryProblem{"", "the tensor entry is not an object"};
   }
@@ -205,8 +212,6 @@ std::optional<EntryProblem> ReadEntryFields(const JsonDocument& document, std::u
     return EntryProblem{"dtype", "dtype \"" + std::string(document.Text(dtype)) + "\" is not known"};
   }
   tensor->dtype = std::string(document.Text(dtype));
-  facts->bits = bits;
-  facts->block = IsBlockDtype(tensor->dtype);
   if (document.nodes[shape].kind != JsonKind::kArray) {
     return EntryProblem{"shape", "shape is not an array"};
   }
@@ -260,17 +265,21 @@ void ReadMember(const JsonDocument& document, std::uint32_t member, HeaderFacts*
     return static_cast<std::int32_t>(header->problems.size() - 1);
   };
   if (document.Key(member) == "__metadata__") {
+    ++header->metadata_members;
     header->metadata_problem = note(ReadMetadata(document, member, header));
     return;
   }
   ContainerTensor tensor;
   tensor.name = std::string(document.Key(member));
-  EntryFacts facts;
-  facts.entry_problem = note(ReadEntryFields(document, member, &tensor, &facts));
+  const auto entry = static_cast<std::uint32_t>(header->tensors.size());
+  const std::int32_t entry_problem = note(ReadEntryFields(document, member, &tensor));
+  if (entry_problem >= 0) header->entry_problems.emplace_back(entry, entry_problem);
   // data_offsets matter only once ST-007 has passed for every entry.
-  if (facts.entry_problem < 0) facts.offsets_problem = note(ReadDataOffsets(document, member, &tensor));
+  if (entry_problem < 0) {
+    const std::int32_t offsets_problem = note(ReadDataOffsets(document, member, &tensor));
+    if (offsets_problem >= 0) header->offsets_problems.emplace_back(entry, offsets_problem);
+  }
   header->tensors.push_back(std::move(tensor));
-  header->facts.push_back(facts);
 }
 
 // ST-004: the header is strict UTF-8 JSON whose top level is an object.
@@ -311,10 +320,24 @@ void CheckHeaderPadding(const std::uint8_t* header, std::uint64_t size, Reporter
 // ---------------------------------------------------------------------------
 // Section 3: duplicate keys (ST-005), in every object of the document.
 
-bool CheckDuplicateKeys(const JsonDocument& document, Reporter& report) {
+// The top-level object's keys are not kept by the parser (json.h,
+// visit_member): its duplicates are found here from the entries' names,
+// sorted (BY_NAME), and the count of __metadata__ members. That object comes
+// first in document order, so a duplicate of it is the one reported, its
+// smallest duplicated key; otherwise the parser's first object with one.
+bool CheckDuplicateKeys(const JsonDocument& document, const HeaderFacts& header,
+                        const std::vector<std::uint32_t>& by_name, Reporter& report) {
+  std::optional<std::string> top;
+  for (std::size_t k = 1; k < by_name.size() && !top; ++k) {
+    const std::string& name = header.tensors[by_name[k]].name;
+    if (name == header.tensors[by_name[k - 1]].name) top = name;
+  }
+  const std::string metadata_key = "__metadata__";
+  if (header.metadata_members > 1 && (!top || metadata_key < *top)) top = metadata_key;
   std::string key;
   // ST-005: a key appears twice in one object, compared after unescaping.
-  if (FindDuplicateKey(document, &key)) {
+  if (top || FindDuplicateKey(document, &key)) {
+    if (top) key = *top;
     return report.Error("ST-005", "", "header", kHeaderOffset,
                         "the key \"" + key + "\" appears twice in one object");
   }
@@ -344,7 +367,7 @@ bool ReportEntryProblem(const HeaderFacts& header, const char* rule, std::size_t
 bool CheckTensorEntries(const HeaderFacts& header, const std::vector<std::uint32_t>& by_name,
                         Reporter& report) {
   for (const std::uint32_t i : by_name) {
-    const std::int32_t problem = header.facts[i].entry_problem;
+    const std::int32_t problem = ProblemOf(header.entry_problems, i);
     if (problem >= 0) return ReportEntryProblem(header, "ST-007", i, problem, report);
   }
   return true;
@@ -355,7 +378,7 @@ bool CheckTensorEntries(const HeaderFacts& header, const std::vector<std::uint32
 bool CheckTensorSizes(HeaderFacts* header, const std::vector<std::uint32_t>& by_name, Reporter& report) {
   for (const std::uint32_t i : by_name) {
     ContainerTensor& tensor = header->tensors[i];
-    const EntryFacts& facts = header->facts[i];
+    const int element_bits = DtypeBits(tensor.dtype);  // known: ST-007 passed
     std::uint64_t count = 1;
     for (const std::uint64_t dimension : tensor.shape) {
       // ST-008: the element count overflows.
@@ -367,7 +390,7 @@ bool CheckTensorSizes(HeaderFacts* header, const std::vector<std::uint32_t>& by_
     tensor.element_count = count;
     std::uint64_t bits = 0;
     // ST-008: the size in bits overflows (not for block dtypes).
-    if (!facts.block && !MultiplyU64(count, static_cast<std::uint64_t>(facts.bits), &bits)) {
+    if (!IsBlockDtype(tensor.dtype) && !MultiplyU64(count, static_cast<std::uint64_t>(element_bits), &bits)) {
       return report.Error("ST-008", tensor.name, "shape", kHeaderOffset,
                           "the size in bits overflows 64 bits");
     }
@@ -379,7 +402,7 @@ bool CheckTensorSizes(HeaderFacts* header, const std::vector<std::uint32_t>& by_
 bool CheckDataOffsets(const HeaderFacts& header, const std::vector<std::uint32_t>& by_name,
                       Reporter& report) {
   for (const std::uint32_t i : by_name) {
-    const std::int32_t problem = header.facts[i].offsets_problem;
+    const std::int32_t problem = ProblemOf(header.offsets_problems, i);
     if (problem >= 0) return ReportEntryProblem(header, "ST-009", i, problem, report);
   }
   return true;
@@ -391,9 +414,8 @@ bool CheckByteLengths(const HeaderFacts& header, const std::vector<std::uint32_t
                       Reporter& report) {
   for (const std::uint32_t i : by_name) {
     const ContainerTensor& tensor = header.tensors[i];
-    const EntryFacts& facts = header.facts[i];
-    if (facts.block) continue;  // checked by RBQ-004
-    const std::uint64_t bits = tensor.element_count * static_cast<std::uint64_t>(facts.bits);
+    if (IsBlockDtype(tensor.dtype)) continue;  // checked by RBQ-004
+    const std::uint64_t bits = tensor.element_count * static_cast<std::uint64_t>(DtypeBits(tensor.dtype));
     // ST-010: whole bytes, and end - begin = bits / 8.
     if (bits % 8 != 0) {
       return report.Error("ST-010", tensor.name, "data_offsets", kHeaderOffset,
@@ -490,13 +512,9 @@ bool CheckContainer(qd::ByteView file, const std::string& file_name, qd::Outcome
   HeaderFacts facts;
   if (!CheckHeaderJson(header, header_size, report, &document, &facts)) return false;  // ST-004
   CheckHeaderPadding(header, header_size, report);                    // ST-101, ST-102
-  if (!CheckDuplicateKeys(document, report)) return false;            // ST-005
-  document = JsonDocument{};  // only the top-level keys were left in it
-  if (!CheckMetadata(facts, report)) return false;                    // ST-006
-  container->has_metadata = facts.has_metadata;
-  container->metadata = std::move(facts.metadata);
 
-  // Every other top-level key is a tensor; visit them in name byte order.
+  // Every top-level key but __metadata__ is a tensor; they are visited in
+  // name byte order, for ST-005 too.
   std::vector<std::uint32_t> by_name(facts.tensors.size());
   for (std::uint32_t i = 0; i < by_name.size(); ++i) by_name[i] = i;
   // A merge sort: std::sort's introsort fell back to heapsort on names
@@ -504,6 +522,12 @@ bool CheckContainer(qd::ByteView file, const std::string& file_name, qd::Outcome
   std::stable_sort(by_name.begin(), by_name.end(), [&](std::uint32_t a, std::uint32_t b) {
     return facts.tensors[a].name < facts.tensors[b].name;
   });
+  if (!CheckDuplicateKeys(document, facts, by_name, report)) return false;  // ST-005
+  document = JsonDocument{};
+  if (!CheckMetadata(facts, report)) return false;                    // ST-006
+  container->has_metadata = facts.has_metadata;
+  container->metadata = std::move(facts.metadata);
+
   if (!CheckTensorEntries(facts, by_name, report)) return false;  // ST-007
   if (!CheckTensorSizes(&facts, by_name, report)) return false;   // ST-008
   if (!CheckDataOffsets(facts, by_name, report)) return false;    // ST-009
