@@ -294,12 +294,13 @@ void ReturnFreedMemory() {
 
 // One reader's stream summarised: SHA-256 over its plan (the count, then
 // each tensor's name and shape) and over its values in element order, so
-// that two streams cut into different chunks summarise alike. The contract's
-// order (tensor_sink.h) is checked as the chunks come, as the comparer
-// does, and the values are taken as the comparer takes them (any NaN equal
-// to any NaN); a stream that breaks it, or plans twice, is not whole. Two whole
-// streams with the same digest are the same stream (SHA-256: no two
-// different streams, hostile or not, are known to share one).
+// that two streams cut into different chunks summarise alike. The
+// contract's order (tensor_sink.h) is checked as the chunks come, as the
+// comparer does, and the values are taken as the comparer takes them (any
+// NaN equal to any NaN); a stream that breaks the order, or plans twice, is
+// not whole. Two whole streams with the same digest are the same stream
+// (SHA-256: no two different streams, hostile or not, are known to share
+// one).
 class StreamDigest : public qd::TensorSink {
  public:
   StreamDigest() { sha256_init(&sha_); }
