@@ -24,11 +24,9 @@
 
 namespace {
 
-using namespace qd::pt_test;          // NOLINT: the builders are this file's vocabulary
-using namespace qd::pt_codec_test;    // NOLINT: Read, IsError, OneTensor
-using qd::codec::Dtype;
+// The builders (qd::pt_test), Read, IsError and OneTensor.
+using namespace qd::pt_codec_test;  // NOLINT
 using qd::codec::PtKind;
-using qd::codec::PtResult;
 
 // ==== the opcode walk ================================================================
 
