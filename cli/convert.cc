@@ -156,7 +156,7 @@ std::vector<std::uint8_t> RewrittenFile(const qd::codec::Container& container,
     TensorEdit& edit = edits[i];
     if (!edit.drop) {
       qd::codec::TensorWithBytes w;
-      w.spec = {t.name, std::string(qd::codec::InfoOf(t.dtype).name), t.shape, t.end - t.begin};
+      w.spec = {std::string(t.name), std::string(qd::codec::InfoOf(t.dtype).name), t.shape, t.end - t.begin};
       if (edit.shape) w.spec.shape.assign(edit.shape->begin(), edit.shape->end());
       if (edit.bytes) {
         w.spec.byte_size = edit.bytes->size();

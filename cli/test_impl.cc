@@ -212,7 +212,7 @@ std::optional<Verdict> ReadOutput(const std::string& path, std::uint64_t max_val
     return Verdict{Judgement::kGarbage, "output is not a safetensors file (" + rule + ")"};
   }
   for (const qd::codec::TensorEntry& t : read.container.tensors) {
-    if (t.dtype != qd::codec::Dtype::kF32) return Verdict{Judgement::kWrongOutput, "tensor " + t.name + " is not F32"};
+    if (t.dtype != qd::codec::Dtype::kF32) return Verdict{Judgement::kWrongOutput, "tensor " + std::string(t.name) + " is not F32"};
     qd::DecodedTensor& copy = tensors->emplace_back();
     copy.name = t.name;
     copy.shape = t.shape;

@@ -38,8 +38,8 @@ bool ReadExpectedTensors(const std::vector<std::uint8_t>& bytes, const std::stri
   const qd::codec::ContainerResult read = qd::codec::ReadContainer({bytes.data(), bytes.size()}, name);
   if (read.refused) return *error = name + " is not a safetensors file", false;
   for (const qd::codec::TensorEntry& t : read.container.tensors) {
-    if (t.dtype != qd::codec::Dtype::kF32) return *error = name + ": tensor " + t.name + " is not F32", false;
-    qd::DecodedTensor d{t.name, t.shape, std::vector<float>(t.element_count)};
+    if (t.dtype != qd::codec::Dtype::kF32) return *error = name + ": tensor " + std::string(t.name) + " is not F32", false;
+    qd::DecodedTensor d{std::string(t.name), t.shape, std::vector<float>(t.element_count)};
     if (t.element_count > 0) {
       std::memcpy(d.values.data(), read.container.Data(t), 4 * t.element_count);  // little-endian host
     }

@@ -475,7 +475,7 @@ bool DirReader::CheckNoBlockDtypes(const Index& index, const std::vector<Contain
   for (std::size_t s = 0; s < shards.size(); ++s) {
     for (const TensorEntry& t : shards[s].tensors) {
       if (t.dtype == Dtype::kQ4B32 || t.dtype == Dtype::kQ8B32) {
-        return Error("IDX-013", PathOf(index.shards[s]), t.name, "dtype", kHeaderOffset,
+        return Error("IDX-013", PathOf(index.shards[s]), std::string(t.name), "dtype", kHeaderOffset,
                      "a Q4B32/Q8B32 tensor in a sharded set: RBQ checkpoints are single files");
       }
     }

@@ -119,9 +119,9 @@ QD_TARGET_AVX2 float MatvecRowAvx2(int bits, const std::uint8_t* row,
 class FindingSink {
  public:
   FindingSink(RbqResult* result, const std::string& file) : result_(result), file_(file) {}
-  qd::Finding& Add(std::string rule, qd::Severity severity, const std::string& tensor,
+  qd::Finding& Add(std::string rule, qd::Severity severity, std::string_view tensor,
                    std::string field, std::int64_t offset, std::string message) {
-    result_->findings.push_back(MakeFinding(std::move(rule), severity, file_, tensor,
+    result_->findings.push_back(MakeFinding(std::move(rule), severity, file_, std::string(tensor),
                                             std::move(field), offset, std::move(message)));
     if (severity == qd::Severity::kError) result_->refused = true;
     return result_->findings.back();
@@ -170,8 +170,8 @@ RbqResult ReadRbq(qd::ByteView file, const std::string& file_name) {
   for (const TensorEntry& t : c.tensors) {  // RBQ-001
     if (first_block != nullptr && IsBlockDtype(t.dtype) && t.dtype != first_block->dtype) {
       sink.Add("RBQ-001", qd::Severity::kError, t.name, "dtype", kHeaderOffset,
-               "file mixes Q4B32 and Q8B32: " + t.name + " is " +
-                   std::string(InfoOf(t.dtype).name) + ", " + first_block->name +
+               "file mixes Q4B32 and Q8B32: " + std::string(t.name) + " is " +
+                   std::string(InfoOf(t.dtype).name) + ", " + std::string(first_block->name) +
                    " is " + std::string(InfoOf(first_block->dtype).name));
       return result;
     }
@@ -266,7 +266,7 @@ qd::Outcome StreamRbqFile(qd::ByteView file, const std::string& file_name, Tenso
   if (r.refused) return outcome;
   std::vector<TensorInfo> plan;
   for (const TensorEntry& t : r.container.tensors) {
-    if (IsBlockDtype(t.dtype) || IsFloatDtype(t.dtype)) plan.push_back({t.name, t.shape});
+    if (IsBlockDtype(t.dtype) || IsFloatDtype(t.dtype)) plan.push_back({std::string(t.name), t.shape});
   }
   if (!sink.Plan(plan)) return outcome;
   std::size_t next_block = 0;

@@ -64,7 +64,7 @@ struct Frame {
   std::uint32_t ordinal;     // objects opened before this one (document order)
   std::uint32_t keys_begin;  // this object's keys in HeaderSax::key_spans_
   std::uint32_t items;       // shape or data_offsets items seen so far
-  std::uint32_t items_begin; // a shape's first item in shape_items
+  std::uint32_t items_begin; // a shape's first item in EntryStore::shape_items
 };
 
 // A SAX consumer for nlohmann::json::sax_parse that records the schema facts
@@ -80,10 +80,14 @@ struct Frame {
 class HeaderSax {
  public:
   explicit HeaderSax(bool counting) : counting_(counting) {}
-  HeaderSax(bool counting, std::size_t entries, std::size_t items) : counting_(counting) {
-    tensors.reserve(entries);
-    facts.reserve(entries);
-    shape_items.reserve(items);
+  // The second pass: storage sized by the first, so that no vector or
+  // string regrows and the entries' views into store stay valid.
+  HeaderSax(bool counting, const HeaderSax& first)
+      : counting_(counting), store(std::make_shared<Container::EntryStore>()) {
+    tensors.reserve(first.entry_count);
+    facts.reserve(first.entry_count);
+    store->names.reserve(first.name_bytes);
+    store->shape_items.reserve(first.shape_item_count);
   }
 
   bool depth_exceeded = false;
@@ -98,8 +102,9 @@ class HeaderSax {
   std::vector<std::pair<std::string, std::string>> metadata;
   std::vector<TensorEntry> tensors;   // header order; filled unless counting
   std::vector<std::uint16_t> facts;   // EntryFact bits, beside tensors
-  std::vector<std::uint64_t> shape_items;
+  std::shared_ptr<Container::EntryStore> store;  // null while counting
   std::size_t entry_count = 0;        // counted in both passes
+  std::size_t name_bytes = 0;         // the entries' names, unescaped
   std::size_t shape_item_count = 0;
 
   bool null() { return Scalar(Kind::kOther, 0, nullptr); }
@@ -125,7 +130,7 @@ class HeaderSax {
   bool end_array() {
     const Frame& frame = stack_.back();
     if (frame.role == Role::kShape && !counting_ && !(facts.back() & kShapeBad)) {
-      tensors.back().shape = Shape(shape_items.data() + frame.items_begin, frame.items);
+      tensors.back().shape = Shape(store->shape_items.data() + frame.items_begin, frame.items);
     }
     if (frame.role == Role::kOffsets && frame.items != 2) Mark(kOffsetsBad);
     stack_.pop_back();
@@ -142,9 +147,12 @@ class HeaderSax {
       ++metadata_keys;
     } else {
       ++entry_count;
+      name_bytes += k.size();
       if (!counting_) {
         tensors.emplace_back();
-        tensors.back().name = k;
+        const std::size_t at = store->names.size();
+        store->names += k;  // within the reserved size: no view moves
+        tensors.back().name = std::string_view(store->names).substr(at);
         facts.push_back(0);
       }
     }
@@ -250,7 +258,7 @@ class HeaderSax {
     }
     stack_.push_back(Frame{role, is_object, is_object ? objects_opened_++ : 0,
                            static_cast<std::uint32_t>(key_spans_.size()), 0,
-                           static_cast<std::uint32_t>(shape_items.size())});
+                           counting_ ? 0 : static_cast<std::uint32_t>(store->shape_items.size())});
     return true;
   }
 
@@ -268,7 +276,7 @@ class HeaderSax {
       } else {
         ++frame.items;
         ++shape_item_count;
-        if (!counting_) shape_items.push_back(value);
+        if (!counting_) store->shape_items.push_back(value);
       }
     } else if (parent == Role::kOffsets) {
       if (kind == Kind::kUnsigned && frame.items < 2 && !counting_) {
@@ -300,10 +308,10 @@ class FindingSink {
     Add(std::move(rule), qd::Severity::kWarning, "", std::move(field), offset,
         std::move(message));
   }
-  ContainerResult& Refuse(std::string rule, std::string tensor,
+  ContainerResult& Refuse(std::string rule, std::string_view tensor,
                           std::string field, std::int64_t offset,
                           std::string message) {
-    Add(std::move(rule), qd::Severity::kError, std::move(tensor),
+    Add(std::move(rule), qd::Severity::kError, std::string(tensor),
         std::move(field), offset, std::move(message));
     result_->refused = true;
     return *result_;
@@ -399,7 +407,7 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
                   " is not padded to a multiple of 8");
   }
   // The same text again, into storage the first pass sized exactly.
-  HeaderSax sax(/*counting=*/false, counter.entry_count, counter.shape_item_count);
+  HeaderSax sax(/*counting=*/false, counter);
   parse(&sax);
   std::vector<TensorEntry>& tensors = sax.tensors;
 
@@ -548,8 +556,7 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
   c.metadata = std::move(sax.metadata);
   std::sort(c.metadata.begin(), c.metadata.end());
   c.tensors = std::move(tensors);
-  // A moved vector keeps its buffer, so the shapes' views stay valid.
-  c.shape_items = std::make_shared<const std::vector<std::uint64_t>>(std::move(sax.shape_items));
+  c.store = std::move(sax.store);  // the views point into it, not into sax
   return result;
 }
 

@@ -44,7 +44,7 @@ std::optional<Dtype> ParseDtype(std::string_view name);
 const DtypeInfo& InfoOf(Dtype dtype);
 
 // A tensor's dimensions: a view into the one array of shape items its
-// container holds (Container::shape_items), so that a header of many tiny
+// container holds (Container::store), so that a header of many tiny
 // entries costs no vector per entry (issue 9, section 3). Reads like the
 // std::vector it replaces, and converts to one.
 class Shape {
@@ -71,9 +71,9 @@ class Shape {
 };
 
 struct TensorEntry {
-  std::string name;
+  std::string_view name;  // unescaped, into Container::store
   Dtype dtype = Dtype::kU8;
-  Shape shape;  // into Container::shape_items
+  Shape shape;  // into Container::store
   std::uint64_t element_count = 1;
   std::uint64_t begin = 0;  // relative to the data section
   std::uint64_t end = 0;
@@ -86,9 +86,15 @@ struct Container {
   bool has_metadata = false;
   std::vector<std::pair<std::string, std::string>> metadata;  // sorted by key
   std::vector<TensorEntry> tensors;  // sorted by (begin, end, name)
-  // Every entry's shape items, back to back (TensorEntry::shape views them);
-  // shared, so that a copied container's views stay valid.
-  std::shared_ptr<const std::vector<std::uint64_t>> shape_items;
+  // What the entries' names and shapes view: each held once, back to back,
+  // in storage the header's first parse sized exactly (issue 9, section 3:
+  // a name was a std::string of 32 bytes an entry, plus its heap copy past
+  // 15 bytes). Shared, so that a copied container's views stay valid.
+  struct EntryStore {
+    std::string names;
+    std::vector<std::uint64_t> shape_items;
+  };
+  std::shared_ptr<const EntryStore> store;
 
   const std::uint8_t* Data(const TensorEntry& t) const {
     return file.data + data_start + t.begin;

@@ -79,7 +79,7 @@ bool ReadModel(const Generated& file, std::vector<codec::TensorWithBytes>* tenso
   const codec::Container& c = r.container;
   for (const codec::TensorEntry& t : c.tensors) {
     codec::TensorWithBytes w;
-    w.spec = {t.name, std::string(codec::InfoOf(t.dtype).name), t.shape, t.end - t.begin};
+    w.spec = {std::string(t.name), std::string(codec::InfoOf(t.dtype).name), t.shape, t.end - t.begin};
     w.bytes.assign(c.Data(t), c.Data(t) + (t.end - t.begin));
     tensors->push_back(std::move(w));
   }

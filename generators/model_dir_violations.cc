@@ -385,7 +385,7 @@ GeneratedDir BlockDtypeInShard(const std::string& r, DirDraft& d, Rng& rng) {
   for (const codec::TensorEntry& t : c.container.tensors) {
     if (codec::InfoOf(t.dtype).is_block) {
       codec::TensorWithBytes block;
-      block.spec = {"rbq." + t.name, std::string(codec::InfoOf(t.dtype).name), t.shape, t.end - t.begin};
+      block.spec = {"rbq." + std::string(t.name), std::string(codec::InfoOf(t.dtype).name), t.shape, t.end - t.begin};
       block.bytes.assign(c.container.Data(t), c.container.Data(t) + (t.end - t.begin));
       const std::size_t s = Pick(rng, d.shards.size());
       d.weight_map.emplace_back(block.spec.name, d.shards[s].name);

@@ -126,7 +126,7 @@ void ExpectDecodes(const Zip& z, const std::string& w, const std::vector<std::ui
 Zip TableForm(const qdtest::peer::File& f) {
   StateDict sd;
   for (const qd::codec::TensorEntry& t : f.container.tensors) {
-    sd.pickle().str(t.name);
+    sd.pickle().str(std::string(t.name));
     sd.Tensor(t, f.container.Data(t));
   }
   return sd.Finish();
@@ -137,7 +137,7 @@ Zip ListForm(const qdtest::peer::File& f, const std::string& w, bool offset_as_t
   std::map<std::string, const qd::codec::TensorEntry*> by_name;
   json state;
   for (const qd::codec::TensorEntry& t : f.container.tensors) {
-    by_name[t.name] = &t;
+    by_name[std::string(t.name)] = &t;
     if (t.name.rfind(w + ".quant_state.bitsandbytes__", 0) == 0) {
       const std::uint8_t* p = f.container.Data(t);
       state = json::parse(p, p + (t.end - t.begin), nullptr, false);

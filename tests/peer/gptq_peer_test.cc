@@ -325,10 +325,11 @@ TEST(GptqPeerModels, Gptq4AutogptqDecodesToExpected) {
     // 14 decoded linears, plus the 7 F16 tensors of no layer.
     EXPECT_EQ(o.tensors.size(), 14u + 7u);
     for (const auto& e : expected->container.tensors) {
-      SCOPED_TRACE(e.name);
-      ASSERT_TRUE(by_name.count(e.name));
-      EXPECT_EQ(by_name[e.name]->shape, e.shape);
-      EXPECT_EQ(FirstDifference(by_name[e.name]->values, FloatsReadByTheTests(expected->bytes, e.name)), "");
+      const std::string name(e.name);
+      SCOPED_TRACE(name);
+      ASSERT_TRUE(by_name.count(name));
+      EXPECT_EQ(by_name[name]->shape, e.shape);
+      EXPECT_EQ(FirstDifference(by_name[name]->values, FloatsReadByTheTests(expected->bytes, name)), "");
     }
     // EXPECTED holds the quantized linears only; the F16 tensors of no layer
     // are widened to binary32 (docs/gptq.md section 7), here by the tests.
