@@ -78,6 +78,8 @@ int IoError(std::string_view verb, const std::string& message);
 class InputFile {
  public:
   qd::ByteView View() const { return file_.View(); }
+  // The input's resident pages back to the kernel (MappedFile::ReleasePages).
+  void ReleasePages() const { file_.ReleasePages(); }
 
  private:
   friend bool OpenInput(const std::string& path, InputFile* file, std::string* error);

@@ -187,6 +187,9 @@ int RunDecode(const std::vector<std::string>& argv) {
   if (*out != kStandardOutput) {
     // What quantdiff writes, it must accept: the file as `check OUT` will
     // read it, configs found beside OUT included (issue 9 section 2).
+    // The input is read to its end by now: its pages need not stay
+    // resident beside the output's (issue 9 section 3).
+    file.ReleasePages();
     const int verdict = VerifyWrittenAsCheckWould(output.temporary_path(), *out, &error);
     if (verdict == kExitUsage) return IoError("decode", error);
     if (verdict != kExitOk) return verdict;

@@ -48,4 +48,10 @@ bool MappedFile::Open(const std::string& path, std::string* error) {
   return true;
 }
 
+void MappedFile::ReleasePages() const {
+  // MADV_DONTNEED on a private read-only file mapping drops the pages; a
+  // later read faults them in from the file as the first did.
+  if (data_ != nullptr && size_ > 0) madvise(const_cast<std::uint8_t*>(data_), size_, MADV_DONTNEED);
+}
+
 }  // namespace qd::codec

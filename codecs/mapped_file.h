@@ -26,6 +26,12 @@ class MappedFile {
   // False with *error set (naming the path and errno text) on failure.
   bool Open(const std::string& path, std::string* error);
   qd::ByteView View() const { return {data_, size_}; }
+  // Gives the pages read so far back to the kernel; the view stays valid
+  // and reads them from the file again if touched. For a caller done with
+  // the input before its next large step (decode before it checks its
+  // output: issue 9 section 3, the input's pages and the output's would
+  // otherwise be resident together).
+  void ReleasePages() const;
 
  private:
   const std::uint8_t* data_ = nullptr;
