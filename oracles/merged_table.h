@@ -49,14 +49,15 @@ struct TableTensor : ContainerTensor {
 // while the table is built (issue 9, section 3: a vector sized up front held
 // them twice, 288 bytes a tensor at the peak of every detection).
 using TableTensors = std::deque<TableTensor>;
-// A TableTensor is at most 152 bytes (one pointer for the .pt mapping, not a
-// std::function): libstdc++ puts three of them in a 456-byte deque block,
-// which glibc serves from the same 464-byte chunk as a block of four
-// ContainerTensor. So while a file's records move into the table, the blocks
-// the container frees are the blocks the table takes; at 160 bytes none fit
-// and detection held about 116 MB of freed blocks on a header of 1M tiny
-// entries (issue 9, section 3). Measured, not a correctness matter.
-static_assert(sizeof(TableTensor) <= 152, "see the comment above");
+// A ContainerTensor is 80 bytes and a TableTensor 120 (one pointer for the
+// .pt mapping, not a std::function): libstdc++ puts six of the one and four
+// of the other in a 480-byte deque block, both served from glibc's 496-byte
+// chunks. So while a file's records move into the table, the blocks the
+// container frees are the blocks the table takes; with blocks of different
+// sizes none fit, and detection held about 116 MB of freed blocks on a
+// header of 1M tiny entries (issue 9, section 3). Measured, not a
+// correctness matter.
+static_assert(sizeof(ContainerTensor) == 80 && sizeof(TableTensor) == 120, "see the comment above");
 
 struct MergedTable {
   // The union of the shards' __metadata__ (docs/model_dir.md 3, IDX-012

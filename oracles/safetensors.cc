@@ -211,7 +211,7 @@ std::optional<EntryProblem> ReadEntryFields(const JsonDocument& document, std::u
   if (bits < 0) {
     return EntryProblem{"dtype", "dtype \"" + std::string(document.Text(dtype)) + "\" is not known"};
   }
-  tensor->dtype = std::string(document.Text(dtype));
+  tensor->dtype = DtypeName(document.Text(dtype));  // known: DtypeBits >= 0
   if (document.nodes[shape].kind != JsonKind::kArray) {
     return EntryProblem{"shape", "shape is not an array"};
   }
@@ -220,15 +220,17 @@ std::optional<EntryProblem> ReadEntryFields(const JsonDocument& document, std::u
     return EntryProblem{"shape", "shape has " + std::to_string(document.nodes[shape].child_count) +
                                      " items, more than 64"};
   }
-  tensor->shape.reserve(document.nodes[shape].child_count);
+  std::vector<std::uint64_t> dimensions;
+  dimensions.reserve(document.nodes[shape].child_count);
   for (std::uint32_t item = document.nodes[shape].first_child; item != kNoNode;
        item = document.nodes[item].next_sibling) {
     std::uint64_t dimension = 0;
     if (!ReadNonNegativeInteger(document, item, &dimension)) {
       return EntryProblem{"shape", "a shape item is not a non-negative 64-bit integer"};
     }
-    tensor->shape.push_back(dimension);
+    dimensions.push_back(dimension);
   }
+  tensor->shape = dimensions;
   return std::nullopt;
 }
 

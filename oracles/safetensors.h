@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "oracles/tensor_fields.h"
 #include "quantdiff/plain_data.h"
 #include "quantdiff/tensor_sink.h"
 
@@ -46,11 +47,13 @@ qd::Outcome StreamSafetensors(qd::ByteView file, const std::string& file_name, q
 // ---------------------------------------------------------------------------
 // Pieces shared with rbq.cc (the RBQ reader runs the container first).
 
-// One tensor of the directory, after ST-007..ST-010 have passed.
+// One tensor of the directory, after ST-007..ST-010 have passed. 80
+// bytes (merged_table.h's TableTensor adds 40 and keeps the deque blocks of
+// the two the same heap size; a static_assert there keeps both).
 struct ContainerTensor {
   std::string name;
-  std::string dtype;
-  std::vector<std::uint64_t> shape;
+  DtypeName dtype;  // tensor_fields.h: 8 bytes, not a std::string
+  Dims shape;       // 16 bytes, a heap block only from rank 2
   std::uint64_t element_count = 0;  // product of shape (1 for an empty shape)
   std::uint64_t begin = 0;          // data_offsets[0], relative to the data
   std::uint64_t end = 0;            // data_offsets[1], relative to the data
