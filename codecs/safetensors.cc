@@ -53,6 +53,22 @@ enum EntryFact : std::uint16_t {
   kOffsetsBad = 1 << 6,  // not an array of exactly two unsigned integers
 };
 
+// ST-007: the problem an entry's facts show, checked in this order; a null
+// problem when there is none.
+struct EntryProblem {
+  const char* problem = nullptr;
+  const char* field = "";
+};
+EntryProblem St007Problem(std::uint16_t f) {
+  if (f & kNotObject) return {"entry is not an object", ""};
+  if (!(f & kHasDtype)) return {"entry lacks dtype", "dtype"};
+  if (!(f & kHasShape)) return {"entry lacks shape", "shape"};
+  if (!(f & kHasOffsets)) return {"entry lacks data_offsets", "data_offsets"};
+  if (f & kDtypeBad) return {"dtype is not a known dtype string", "dtype"};
+  if (f & kShapeBad) return {"shape is not an array of non-negative integers", "shape"};
+  return {};
+}
+
 // Which part of the schema a JSON container or scalar stands for.
 enum class Role : std::uint8_t {
   kTop, kMetadata, kEntry, kShape, kOffsets, kIgnored,
@@ -77,18 +93,36 @@ struct Frame {
 // at three times its size). The top object's duplicate keys are found by
 // sorting the entries by name afterwards; an inner object's keys are kept
 // (as spans of one scratch string) only until it closes, then sorted.
+//
+// When the first pass meets an entry with an ST-007 problem, the file is
+// refused at ST-005, ST-006 or ST-007, and those read only the entries'
+// names and facts. The second pass then keeps just those (names_only): a
+// header of many members like "k1":0 cost a 64-byte TensorEntry each, 7
+// times its text (issue 9, section 3).
 class HeaderSax {
  public:
-  explicit HeaderSax(bool counting) : counting_(counting) {}
+  HeaderSax() : counting_(true) {}
   // The second pass: storage sized by the first, so that no vector or
   // string regrows and the entries' views into store stay valid.
-  HeaderSax(bool counting, const HeaderSax& first)
-      : counting_(counting), store(std::make_shared<Container::EntryStore>()) {
-    tensors.reserve(first.entry_count);
+  explicit HeaderSax(const HeaderSax& first)
+      : names_only(first.entry_problem_seen), store(std::make_shared<Container::EntryStore>()),
+        counting_(false) {
+    if (names_only) {
+      names.reserve(first.entry_count);
+    } else {
+      tensors.reserve(first.entry_count);
+      store->shape_items.reserve(first.shape_item_count);
+    }
     facts.reserve(first.entry_count);
     store->names.reserve(first.name_bytes);
-    store->shape_items.reserve(first.shape_item_count);
   }
+
+  // The first pass: some entry has an ST-007 problem (St007Problem).
+  bool entry_problem_seen = false;
+  // The second pass keeps names and facts only (entry_problem_seen).
+  const bool names_only = false;
+  // Entry i's name in either kind of pass.
+  std::string_view Name(std::size_t i) const { return names_only ? names[i] : tensors[i].name; }
 
   bool depth_exceeded = false;
   bool top_not_object = false;
@@ -100,8 +134,9 @@ class HeaderSax {
   int metadata_keys = 0;  // __metadata__ members of the top object
   bool has_metadata = false, metadata_bad = false;
   std::vector<std::pair<std::string, std::string>> metadata;
-  std::vector<TensorEntry> tensors;   // header order; filled unless counting
-  std::vector<std::uint16_t> facts;   // EntryFact bits, beside tensors
+  std::vector<TensorEntry> tensors;   // header order; filled unless counting or names_only
+  std::vector<std::string_view> names;  // header order; filled when names_only
+  std::vector<std::uint16_t> facts;   // EntryFact bits, beside the entries
   std::shared_ptr<Container::EntryStore> store;  // null while counting
   std::size_t entry_count = 0;        // counted in both passes
   std::size_t name_bytes = 0;         // the entries' names, unescaped
@@ -121,6 +156,7 @@ class HeaderSax {
   bool end_object() {
     const Frame& frame = stack_.back();
     if (frame.role != Role::kTop && !counting_) NoteInnerDuplicates(frame);
+    if (frame.role == Role::kTop) NoteEntryEnd();
     key_text_.resize(frame.keys_begin == key_spans_.size() ? key_text_.size()
                                                            : key_spans_[frame.keys_begin].first);
     key_spans_.resize(frame.keys_begin);
@@ -129,7 +165,7 @@ class HeaderSax {
   }
   bool end_array() {
     const Frame& frame = stack_.back();
-    if (frame.role == Role::kShape && !counting_ && !(facts.back() & kShapeBad)) {
+    if (frame.role == Role::kShape && Keeps() && !(facts.back() & kShapeBad)) {
       tensors.back().shape = Shape(store->shape_items.data() + frame.items_begin, frame.items);
     }
     if (frame.role == Role::kOffsets && frame.items != 2) Mark(kOffsetsBad);
@@ -146,15 +182,21 @@ class HeaderSax {
     } else if (k == "__metadata__") {
       ++metadata_keys;
     } else {
+      NoteEntryEnd();
       ++entry_count;
       name_bytes += k.size();
       if (!counting_) {
-        tensors.emplace_back();
         const std::size_t at = store->names.size();
         store->names += k;  // within the reserved size: no view moves
-        tensors.back().name = std::string_view(store->names).substr(at);
-        facts.push_back(0);
+        const std::string_view name = std::string_view(store->names).substr(at);
+        if (names_only) {
+          names.push_back(name);
+        } else {
+          tensors.emplace_back();
+          tensors.back().name = name;
+        }
       }
+      facts.push_back(0);  // the first pass keeps the current entry's alone
     }
     return true;
   }
@@ -172,9 +214,17 @@ class HeaderSax {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> key_spans_;  // (offset, size)
   std::uint32_t objects_opened_ = 0;
 
-  // Marks a fact on the entry being read (none while counting).
-  void Mark(std::uint16_t fact) {
-    if (!counting_) facts.back() |= fact;
+  // Marks a fact on the entry being read.
+  void Mark(std::uint16_t fact) { facts.back() |= fact; }
+  // Whether this pass keeps the entries' dtype, shape and offsets.
+  bool Keeps() const { return !counting_ && !names_only; }
+  // The first pass, at the end of an entry (the next top-level key, or the
+  // end of the top object): notes an ST-007 problem, then forgets the
+  // entry's facts, so that it holds one entry's at a time.
+  void NoteEntryEnd() {
+    if (!counting_ || facts.empty()) return;
+    entry_problem_seen |= St007Problem(facts.back()).problem != nullptr;
+    facts.clear();
   }
 
   void NoteInnerDuplicates(const Frame& frame) {
@@ -258,7 +308,7 @@ class HeaderSax {
     }
     stack_.push_back(Frame{role, is_object, is_object ? objects_opened_++ : 0,
                            static_cast<std::uint32_t>(key_spans_.size()), 0,
-                           counting_ ? 0 : static_cast<std::uint32_t>(store->shape_items.size())});
+                           Keeps() ? static_cast<std::uint32_t>(store->shape_items.size()) : 0});
     return true;
   }
 
@@ -276,22 +326,22 @@ class HeaderSax {
       } else {
         ++frame.items;
         ++shape_item_count;
-        if (!counting_) store->shape_items.push_back(value);
+        if (Keeps()) store->shape_items.push_back(value);
       }
     } else if (parent == Role::kOffsets) {
-      if (kind == Kind::kUnsigned && frame.items < 2 && !counting_) {
+      if (kind == Kind::kUnsigned && frame.items < 2 && Keeps()) {
         TensorEntry& entry = tensors.back();
         (frame.items == 0 ? entry.begin : entry.end) = value;
       }
       if (frame.items < 3) ++frame.items;  // 3 stands for "more than two"
     } else if (parent == Role::kMetadata && kind == Kind::kString) {
       metadata.emplace_back(key_, *text);
-    } else if (parent == Role::kEntry && kind == Kind::kString && key_ == "dtype" && !counting_) {
+    } else if (parent == Role::kEntry && kind == Kind::kString && key_ == "dtype") {
       const std::optional<Dtype> dtype = ParseDtype(*text);
-      if (dtype) {
-        tensors.back().dtype = *dtype;
-      } else {
+      if (!dtype) {
         Mark(kDtypeBad);
+      } else if (Keeps()) {
+        tensors.back().dtype = *dtype;
       }
     }
     return true;
@@ -390,7 +440,7 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
            nlohmann::json::sax_parse(header, header + n, sax, nlohmann::json::input_format_t::json,
                                      /*strict=*/true, /*ignore_comments=*/false);
   };
-  HeaderSax counter(/*counting=*/true);
+  HeaderSax counter;
   if (!parse(&counter)) {
     std::string why = "header is not UTF-8 JSON with an object at the top";
     if (counter.depth_exceeded) why = "header nests deeper than 64 containers";
@@ -407,26 +457,27 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
                   " is not padded to a multiple of 8");
   }
   // The same text again, into storage the first pass sized exactly.
-  HeaderSax sax(/*counting=*/false, counter);
+  HeaderSax sax(counter);
   parse(&sax);
   std::vector<TensorEntry>& tensors = sax.tensors;
+  const std::size_t entry_count = sax.facts.size();
 
   // Entries by name: the order ST-007..ST-010 visit them in, and where the
   // top object's duplicate keys sit side by side (ST-005).
-  std::vector<std::uint32_t> by_name(tensors.size());
+  std::vector<std::uint32_t> by_name(entry_count);
   for (std::uint32_t i = 0; i < by_name.size(); ++i) by_name[i] = i;
   // Merge sort, not introsort: on names like t0..t999999 std::sort's
   // partitions degrade and its heapsort fallback, jumping through the
   // indices, took 3.4 s of a million-entry header against 0.4 s.
   std::stable_sort(by_name.begin(), by_name.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return tensors[a].name < tensors[b].name;
+    return sax.Name(a) < sax.Name(b);
   });
   // ST-005: the top object is the first in document order, so its smallest
   // duplicated key wins over any inner object's.
   std::optional<std::string> duplicate;
   for (std::size_t i = 1; i < by_name.size() && !duplicate; ++i) {
-    if (tensors[by_name[i]].name == tensors[by_name[i - 1]].name) {
-      duplicate = tensors[by_name[i]].name;
+    if (sax.Name(by_name[i]) == sax.Name(by_name[i - 1])) {
+      duplicate = sax.Name(by_name[i]);
     }
   }
   if (sax.metadata_keys > 1 && (!duplicate || std::string_view("__metadata__") < *duplicate)) {
@@ -443,24 +494,11 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
   }
 
   for (std::uint32_t i : by_name) {  // ST-007
-    const std::uint16_t f = sax.facts[i];
-    std::string problem;
-    std::string field;
-    if (f & kNotObject) {
-      problem = "entry is not an object", field = "";
-    } else if (!(f & kHasDtype)) {
-      problem = "entry lacks dtype", field = "dtype";
-    } else if (!(f & kHasShape)) {
-      problem = "entry lacks shape", field = "shape";
-    } else if (!(f & kHasOffsets)) {
-      problem = "entry lacks data_offsets", field = "data_offsets";
-    } else if (f & kDtypeBad) {
-      problem = "dtype is not a known dtype string", field = "dtype";
-    } else if (f & kShapeBad) {
-      problem = "shape is not an array of non-negative integers",
-      field = "shape";
-    }
-    if (!problem.empty()) return sink.Refuse("ST-007", tensors[i].name, field, 8, problem);
+    const EntryProblem p = St007Problem(sax.facts[i]);
+    if (p.problem != nullptr) return sink.Refuse("ST-007", sax.Name(i), p.field, 8, p.problem);
+  }
+  if (sax.names_only) {  // both passes read the same text, so not reached
+    return sink.Refuse("ST-007", "", "", 8, "entry problem seen by the first reading only");
   }
   for (std::uint32_t i : by_name) {  // ST-008
     TensorEntry& t = tensors[i];
