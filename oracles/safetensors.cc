@@ -120,34 +120,47 @@ struct EntryProblem {
   std::string message;
 };
 
-// The entries that have a problem for one rule: (entry, problem) with the
-// entry's index in header order and an index into HeaderFacts::problems,
-// appended in header order. Kept only for the entries that have one: the
-// other facts ST-008..ST-010 need (bits, block) follow from the dtype, so an
-// entry costs its ContainerTensor and nothing beside it (issue 9, section 3).
-using EntryProblems = std::vector<std::pair<std::uint32_t, std::int32_t>>;
-
-// ENTRY's problem in LIST, or -1.
-std::int32_t ProblemOf(const EntryProblems& list, std::uint32_t entry) {
-  const auto found = std::lower_bound(list.begin(), list.end(), std::make_pair(entry, std::int32_t{-1}));
-  return found != list.end() && found->first == entry ? found->second : -1;
-}
+// The entry first in name order that has a problem for one rule, and the
+// problem. ST-007 and ST-009 visit the entries in name order and report the
+// first with a problem, so one is kept per rule (issue 9, section 3: a list
+// of every entry's problem cost a message an entry). Two entries of one
+// name are ST-005's, which comes first.
+using FirstProblem = std::optional<std::pair<std::uint32_t, EntryProblem>>;
 
 // Everything the one pass over the header collects.
 struct HeaderFacts {
   bool has_metadata = false;
   int metadata_members = 0;  // how many top-level keys are __metadata__ (ST-005)
-  std::int32_t metadata_problem = -1;  // ST-006
+  std::optional<EntryProblem> metadata_problem;  // ST-006
   std::vector<std::pair<std::string, std::string>> metadata;
   // Header order. Deques: the count is known only at the end, and a
   // vector growing by reallocation peaks at three times its entries (issue
   // 9, section 3: a header of 1M tiny entries); Container::tensors takes
   // this one over.
   std::deque<ContainerTensor> tensors;
-  EntryProblems entry_problems;    // ST-007
-  EntryProblems offsets_problems;  // ST-009
-  std::vector<EntryProblem> problems;
+  // Once an entry has an ST-007 problem the file is refused at ST-005,
+  // ST-006 or ST-007, which read the entries' names only: the records are
+  // then given up for their names, and later entries keep a name alone
+  // (issue 9, section 3: a header of members like "k1":0 held a record
+  // and a problem an entry, 14 times its text).
+  bool names_only = false;
+  std::deque<std::string> names;  // header order, once names_only
+  FirstProblem entry_problem;     // ST-007
+  FirstProblem offsets_problem;   // ST-009
+
+  std::size_t EntryCount() const { return names_only ? names.size() : tensors.size(); }
+  const std::string& NameOf(std::uint32_t entry) const {
+    return names_only ? names[entry] : tensors[entry].name;
+  }
 };
+
+// Keeps PROBLEM of ENTRY in *FIRST when ENTRY comes first in name order.
+void KeepFirstByName(const HeaderFacts& header, std::uint32_t entry, std::optional<EntryProblem> problem,
+                     FirstProblem* first) {
+  if (!problem) return;
+  if (*first && !(header.NameOf(entry) < header.NameOf((*first)->first))) return;
+  *first = std::make_pair(entry, std::move(*problem));
+}
 
 // Bits per element of a known dtype, 0 for the block dtypes, -1 when unknown.
 int DtypeBits(std::string_view dtype) {
@@ -261,27 +274,32 @@ std::optional<EntryProblem> ReadDataOffsets(const JsonDocument& document, std::u
 
 // One top-level member, as the parser hands it over.
 void ReadMember(const JsonDocument& document, std::uint32_t member, HeaderFacts* header) {
-  auto note = [&](std::optional<EntryProblem> problem) -> std::int32_t {
-    if (!problem) return -1;
-    header->problems.push_back(std::move(*problem));
-    return static_cast<std::int32_t>(header->problems.size() - 1);
-  };
   if (document.Key(member) == "__metadata__") {
     ++header->metadata_members;
-    header->metadata_problem = note(ReadMetadata(document, member, header));
+    header->metadata_problem = ReadMetadata(document, member, header);
     return;
   }
+  const auto entry = static_cast<std::uint32_t>(header->EntryCount());
   ContainerTensor tensor;
-  tensor.name = std::string(document.Key(member));
-  const auto entry = static_cast<std::uint32_t>(header->tensors.size());
-  const std::int32_t entry_problem = note(ReadEntryFields(document, member, &tensor));
-  if (entry_problem >= 0) header->entry_problems.emplace_back(entry, entry_problem);
-  // data_offsets matter only once ST-007 has passed for every entry.
-  if (entry_problem < 0) {
-    const std::int32_t offsets_problem = note(ReadDataOffsets(document, member, &tensor));
-    if (offsets_problem >= 0) header->offsets_problems.emplace_back(entry, offsets_problem);
+  std::optional<EntryProblem> problem = ReadEntryFields(document, member, &tensor);
+  if (problem && !header->names_only) {
+    // The first ST-007 problem: from here on only names are read.
+    header->names_only = true;
+    while (!header->tensors.empty()) {  // each block freed as it empties
+      header->names.push_back(std::move(header->tensors.front().name));
+      header->tensors.pop_front();
+    }
   }
+  if (header->names_only) {
+    header->names.emplace_back(document.Key(member));
+    KeepFirstByName(*header, entry, std::move(problem), &header->entry_problem);
+    return;
+  }
+  tensor.name = std::string(document.Key(member));
+  // data_offsets matter only once ST-007 has passed for every entry.
+  std::optional<EntryProblem> offsets_problem = ReadDataOffsets(document, member, &tensor);
   header->tensors.push_back(std::move(tensor));
+  KeepFirstByName(*header, entry, std::move(offsets_problem), &header->offsets_problem);
 }
 
 // ST-004: the header is strict UTF-8 JSON whose top level is an object.
@@ -331,8 +349,8 @@ bool CheckDuplicateKeys(const JsonDocument& document, const HeaderFacts& header,
                         const std::vector<std::uint32_t>& by_name, Reporter& report) {
   std::optional<std::string> top;
   for (std::size_t k = 1; k < by_name.size() && !top; ++k) {
-    const std::string& name = header.tensors[by_name[k]].name;
-    if (name == header.tensors[by_name[k - 1]].name) top = name;
+    const std::string& name = header.NameOf(by_name[k]);
+    if (name == header.NameOf(by_name[k - 1])) top = name;
   }
   const std::string metadata_key = "__metadata__";
   if (header.metadata_members > 1 && (!top || metadata_key < *top)) top = metadata_key;
@@ -350,8 +368,8 @@ bool CheckDuplicateKeys(const JsonDocument& document, const HeaderFacts& header,
 // Section 4: __metadata__ (ST-006), read by ReadMetadata.
 
 bool CheckMetadata(const HeaderFacts& header, Reporter& report) {
-  if (header.metadata_problem < 0) return true;
-  const EntryProblem& problem = header.problems[static_cast<std::size_t>(header.metadata_problem)];
+  if (!header.metadata_problem) return true;
+  const EntryProblem& problem = *header.metadata_problem;
   return report.Error("ST-006", "", problem.field, kHeaderOffset, problem.message);
 }
 
@@ -359,20 +377,18 @@ bool CheckMetadata(const HeaderFacts& header, Reporter& report) {
 // Section 5: the tensor entries (ST-007..ST-010), visited in name order
 // (by_name holds indices into header.tensors).
 
-bool ReportEntryProblem(const HeaderFacts& header, const char* rule, std::size_t entry,
-                        std::int32_t problem, Reporter& report) {
-  const EntryProblem& p = header.problems[static_cast<std::size_t>(problem)];
-  return report.Error(rule, header.tensors[entry].name, p.field, kHeaderOffset, p.message);
+// RULE for the entry first in name order with a problem, if there is one.
+bool ReportFirstProblem(const HeaderFacts& header, const char* rule, const FirstProblem& first,
+                        Reporter& report) {
+  if (!first) return true;
+  const EntryProblem& p = first->second;
+  return report.Error(rule, header.NameOf(first->first), p.field, kHeaderOffset, p.message);
 }
 
-// ST-007, found by ReadEntryFields.
-bool CheckTensorEntries(const HeaderFacts& header, const std::vector<std::uint32_t>& by_name,
-                        Reporter& report) {
-  for (const std::uint32_t i : by_name) {
-    const std::int32_t problem = ProblemOf(header.entry_problems, i);
-    if (problem >= 0) return ReportEntryProblem(header, "ST-007", i, problem, report);
-  }
-  return true;
+// ST-007, found by ReadEntryFields. Afterwards the entries' records are
+// all there (names_only is set only with a problem).
+bool CheckTensorEntries(const HeaderFacts& header, Reporter& report) {
+  return ReportFirstProblem(header, "ST-007", header.entry_problem, report);
 }
 
 // ST-008: the element count, and for non-block dtypes the size in bits,
@@ -401,13 +417,8 @@ bool CheckTensorSizes(HeaderFacts* header, const std::vector<std::uint32_t>& by_
 }
 
 // ST-009, found by ReadDataOffsets.
-bool CheckDataOffsets(const HeaderFacts& header, const std::vector<std::uint32_t>& by_name,
-                      Reporter& report) {
-  for (const std::uint32_t i : by_name) {
-    const std::int32_t problem = ProblemOf(header.offsets_problems, i);
-    if (problem >= 0) return ReportEntryProblem(header, "ST-009", i, problem, report);
-  }
-  return true;
+bool CheckDataOffsets(const HeaderFacts& header, Reporter& report) {
+  return ReportFirstProblem(header, "ST-009", header.offsets_problem, report);
 }
 
 // ST-010 (non-block dtypes): end - begin is element count * bits / 8, and
@@ -517,12 +528,12 @@ bool CheckContainer(qd::ByteView file, const std::string& file_name, qd::Outcome
 
   // Every top-level key but __metadata__ is a tensor; they are visited in
   // name byte order, for ST-005 too.
-  std::vector<std::uint32_t> by_name(facts.tensors.size());
+  std::vector<std::uint32_t> by_name(facts.EntryCount());
   for (std::uint32_t i = 0; i < by_name.size(); ++i) by_name[i] = i;
   // A merge sort: std::sort's introsort fell back to heapsort on names
   // like t0..t999999 and took eight times as long (issue 9, section 3).
   std::stable_sort(by_name.begin(), by_name.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return facts.tensors[a].name < facts.tensors[b].name;
+    return facts.NameOf(a) < facts.NameOf(b);
   });
   if (!CheckDuplicateKeys(document, facts, by_name, report)) return false;  // ST-005
   document = JsonDocument{};
@@ -530,9 +541,9 @@ bool CheckContainer(qd::ByteView file, const std::string& file_name, qd::Outcome
   container->has_metadata = facts.has_metadata;
   container->metadata = std::move(facts.metadata);
 
-  if (!CheckTensorEntries(facts, by_name, report)) return false;  // ST-007
+  if (!CheckTensorEntries(facts, report)) return false;           // ST-007
   if (!CheckTensorSizes(&facts, by_name, report)) return false;   // ST-008
-  if (!CheckDataOffsets(facts, by_name, report)) return false;    // ST-009
+  if (!CheckDataOffsets(facts, report)) return false;             // ST-009
   if (!CheckByteLengths(facts, by_name, report)) return false;    // ST-010
 
   std::deque<ContainerTensor> tensors = std::move(facts.tensors);
