@@ -80,10 +80,17 @@ struct MergedTable {
 inline void AppendShard(qd::ByteView file, Container container, std::size_t shard,
                         MergedTable* table) {
   if (container.has_metadata) table->has_metadata = true;
-  std::set<std::string> known;
-  for (const auto& present : table->metadata) known.insert(present.first);
-  for (const auto& member : container.metadata) {
-    if (known.insert(member.first).second) table->metadata.push_back(member);
+  if (table->metadata.empty()) {
+    // The first shard's members as they are: no set of key copies for the
+    // one shard of a single file (issue 9, section 3: a header of 4M
+    // metadata members).
+    table->metadata = std::move(container.metadata);
+  } else {
+    std::set<std::string> known;
+    for (const auto& present : table->metadata) known.insert(present.first);
+    for (auto& member : container.metadata) {
+      if (known.insert(member.first).second) table->metadata.push_back(std::move(member));
+    }
   }
   // Each entry leaves the container as it enters the table (TableTensors).
   while (!container.tensors.empty()) {
