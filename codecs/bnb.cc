@@ -454,7 +454,7 @@ bool Checker::CheckBlockwise8(const std::string& w, BnbLayer* layer) {
   layer->nested_absmax = Find(w + ".nested_absmax");
   layer->nested_quant_map = Find(w + ".nested_quant_map");
   // 1. BNB-101: the metadata state.
-  const std::string* text = r_->table.Metadata(kBlockwiseKey);
+  const std::string_view* text = r_->table.Metadata(kBlockwiseKey);
   const std::optional<nlohmann::json> parsed =
       text != nullptr ? ParseStrictJson(*text, &kStateKeys) : std::optional<nlohmann::json>();
   if (!parsed || !parsed->is_object()) {

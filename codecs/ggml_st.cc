@@ -23,7 +23,7 @@ constexpr std::string_view kTypeKey = "ggml_type";
 constexpr std::string_view kColsKey = "cols";
 
 // Section 7, V2: cols is 1 to 19 ASCII digits (so it fits 64 bits).
-bool ParseCols(const std::string& text, std::uint64_t* cols) {
+bool ParseCols(std::string_view text, std::uint64_t* cols) {
   if (text.empty() || text.size() > 19) return false;
   std::uint64_t value = 0;
   for (const char c : text) {
@@ -98,7 +98,7 @@ class Checker {
   Checker(GgmlStResult* r, const std::string& file) : r_(r), file_(file) {}
   bool CheckSubtype(const GptqConfig& config);
   bool CheckLayer(const QuantLayerPlan& plan, GgmlStLayer* layer);
-  bool CheckBlockVectors(const std::string& type_name, const std::string* cols_text);
+  bool CheckBlockVectors(std::string_view type_name, const std::string_view* cols_text);
 
  private:
   TableTensor T(std::size_t i) const { return r_->table[i]; }
@@ -226,15 +226,15 @@ bool Checker::CheckLayer(const QuantLayerPlan& plan, GgmlStLayer* layer) {
 
 // Section 7, V1..V5: every U8 tensor is a block tensor of the metadata's
 // type; no config, no layers, no GGST-004.
-bool Checker::CheckBlockVectors(const std::string& type_name, const std::string* cols_text) {
+bool Checker::CheckBlockVectors(std::string_view type_name, const std::string_view* cols_text) {
   r_->type = FindGgmlType(type_name);
   if (r_->type == nullptr) {
     return Error("GGST-001", "", "ggml_type",
-                 "__metadata__ ggml_type \"" + type_name + "\" names no ggml type quantdiff decodes");
+                 "__metadata__ ggml_type \"" + std::string(type_name) + "\" names no ggml type quantdiff decodes");
   }
   std::uint64_t cols = 0;
   if (cols_text != nullptr && !ParseCols(*cols_text, &cols)) {
-    return Error("GGST-003", "", "cols", "__metadata__ cols \"" + *cols_text + "\" is not a decimal count");
+    return Error("GGST-003", "", "cols", "__metadata__ cols \"" + std::string(*cols_text) + "\" is not a decimal count");
   }
   const std::uint64_t bytes = static_cast<std::uint64_t>(r_->type->bytes);
   const std::uint64_t values = static_cast<std::uint64_t>(r_->type->values);
@@ -316,7 +316,7 @@ GgmlStResult ReadGgmlSt(qd::ByteView file, const std::string& file_name,
     return result;
   }
   result.table = TensorTable::FromContainer(std::move(container.container));
-  if (const std::string* type_name = result.table.Metadata(kTypeKey)) {
+  if (const std::string_view* type_name = result.table.Metadata(kTypeKey)) {
     Checker checker(&result, file_name);
     if (!checker.CheckBlockVectors(*type_name, result.table.Metadata(kColsKey))) result.layers.clear();
     return result;

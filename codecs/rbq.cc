@@ -140,7 +140,7 @@ int BitsOf(Dtype d) { return d == Dtype::kQ4B32 ? 4 : 8; }
 
 // README "Which format a file is": a block tensor, or a __metadata__ format
 // "rabbit-..." (FORMAT null when the key is absent).
-bool MarksRbq(bool has_block_tensor, const std::string* format) {
+bool MarksRbq(bool has_block_tensor, const std::string_view* format) {
   return has_block_tensor || (format != nullptr && format->rfind("rabbit-", 0) == 0);
 }
 
@@ -156,7 +156,7 @@ RbqResult ReadRbq(qd::ByteView file, const std::string& file_name) {
   const Container& c = result.container;
   FindingSink sink(&result, file_name);
 
-  const std::string* format = c.Metadata("format");
+  const std::string_view* format = c.Metadata("format");
   const TensorEntry* first_block = nullptr;
   for (const TensorEntry& t : c.tensors) {
     if (IsBlockDtype(t.dtype)) {
@@ -187,8 +187,8 @@ RbqResult ReadRbq(qd::ByteView file, const std::string& file_name) {
   }
   {
     const std::string want_format = bits == 4 ? "rabbit-q4b32" : "rabbit-q8b32";
-    const std::string* block = c.Metadata("block");
-    const std::string* scale = c.Metadata("scale");
+    const std::string_view* block = c.Metadata("block");
+    const std::string_view* scale = c.Metadata("scale");
     std::string problem;
     std::string field;  // the metadata key at fault
     if (!c.has_metadata) {

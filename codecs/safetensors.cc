@@ -115,6 +115,8 @@ class HeaderSax {
     }
     facts.reserve(first.entry_count);
     store->names.reserve(first.name_bytes);
+    metadata.reserve(first.metadata_values);
+    store->metadata_text.reserve(first.metadata_bytes);
   }
 
   // The first pass: some entry has an ST-007 problem (St007Problem).
@@ -133,7 +135,14 @@ class HeaderSax {
   std::string inner_duplicate_key;
   int metadata_keys = 0;  // __metadata__ members of the top object
   bool has_metadata = false, metadata_bad = false;
-  std::vector<std::pair<std::string, std::string>> metadata;
+  // Filled by the second pass only, views into store->metadata_text, both
+  // sized by the first (counted over every __metadata__ member): a header's
+  // metadata was held twice as std::string pairs, 64 bytes a member, and
+  // regrown, while the first pass's copy lived (issue 9, section 3).
+  std::vector<std::pair<std::string_view, std::string_view>> metadata;
+  std::size_t metadata_values = 0;
+  std::size_t metadata_bytes = 0;
+  std::uint32_t metadata_ordinal = 0;  // of __metadata__'s object, in document order
   std::vector<TensorEntry> tensors;   // header order; filled unless counting or names_only
   std::vector<std::string_view> names;  // header order; filled when names_only
   std::vector<std::uint16_t> facts;   // EntryFact bits, beside the entries
@@ -175,10 +184,19 @@ class HeaderSax {
   bool key(std::string& k) {
     Frame& frame = stack_.back();
     key_ = k;
-    if (frame.role != Role::kTop) {
-      key_spans_.emplace_back(static_cast<std::uint32_t>(key_text_.size()),
-                              static_cast<std::uint32_t>(k.size()));
-      key_text_ += k;
+    if (frame.role == Role::kMetadata) {
+      // Kept in the metadata list, whatever the value: __metadata__'s
+      // duplicate keys are found there once it is sorted (ReadContainer),
+      // not from a second copy of its keys.
+      ++metadata_values;
+      metadata_bytes += k.size();
+      if (!counting_) metadata.emplace_back(Hold(k), std::string_view());
+    } else if (frame.role != Role::kTop) {
+      if (!counting_) {  // only the second pass looks for duplicates
+        key_spans_.emplace_back(static_cast<std::uint32_t>(key_text_.size()),
+                                static_cast<std::uint32_t>(k.size()));
+        key_text_ += k;
+      }
     } else if (k == "__metadata__") {
       ++metadata_keys;
     } else {
@@ -213,6 +231,15 @@ class HeaderSax {
   std::string key_text_;  // the open inner objects' keys, back to back
   std::vector<std::pair<std::uint32_t, std::uint32_t>> key_spans_;  // (offset, size)
   std::uint32_t objects_opened_ = 0;
+
+  // TEXT appended to store->metadata_text, within its reserved size (so no
+  // earlier view moves); the view of it there.
+  std::string_view Hold(const std::string& text) {
+    std::string& held = store->metadata_text;
+    const std::size_t at = held.size();
+    held += text;
+    return std::string_view(held).substr(at);
+  }
 
   // Marks a fact on the entry being read.
   void Mark(std::uint16_t fact) { facts.back() |= fact; }
@@ -306,6 +333,7 @@ class HeaderSax {
     } else {
       role = ChildRole(true, is_object, Kind::kOther);
     }
+    if (role == Role::kMetadata) metadata_ordinal = objects_opened_;
     stack_.push_back(Frame{role, is_object, is_object ? objects_opened_++ : 0,
                            static_cast<std::uint32_t>(key_spans_.size()), 0,
                            Keeps() ? static_cast<std::uint32_t>(store->shape_items.size()) : 0});
@@ -335,7 +363,8 @@ class HeaderSax {
       }
       if (frame.items < 3) ++frame.items;  // 3 stands for "more than two"
     } else if (parent == Role::kMetadata && kind == Kind::kString) {
-      metadata.emplace_back(key_, *text);
+      metadata_bytes += text->size();
+      if (!counting_) metadata.back().second = Hold(*text);
     } else if (parent == Role::kEntry && kind == Kind::kString && key_ == "dtype") {
       const std::optional<Dtype> dtype = ParseDtype(*text);
       if (!dtype) {
@@ -400,7 +429,7 @@ const DtypeInfo& InfoOf(Dtype dtype) {
   return kDtypes[static_cast<std::size_t>(dtype)];
 }
 
-const std::string* Container::Metadata(std::string_view key) const {
+const std::string_view* Container::Metadata(std::string_view key) const {
   auto it = std::lower_bound(
       metadata.begin(), metadata.end(), key,
       [](const auto& entry, std::string_view k) { return entry.first < k; });
@@ -482,6 +511,16 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
   }
   if (sax.metadata_keys > 1 && (!duplicate || std::string_view("__metadata__") < *duplicate)) {
     duplicate = "__metadata__";
+  }
+  // An inner object's: the first in document order that has one, its
+  // smallest duplicated key; __metadata__'s from its sorted list.
+  std::sort(sax.metadata.begin(), sax.metadata.end());
+  const auto metadata_same = std::adjacent_find(
+      sax.metadata.begin(), sax.metadata.end(),
+      [](const auto& a, const auto& b) { return a.first == b.first; });
+  if (!duplicate && metadata_same != sax.metadata.end() &&
+      (!sax.inner_duplicate || sax.metadata_ordinal < sax.inner_duplicate_ordinal)) {
+    duplicate = std::string(metadata_same->first);
   }
   if (!duplicate && sax.inner_duplicate) duplicate = sax.inner_duplicate_key;
   if (duplicate) {
@@ -591,8 +630,7 @@ ContainerResult ReadContainer(qd::ByteView file, const std::string& file_name) {
   c.header_length = n;
   c.data_start = data_start;
   c.has_metadata = sax.has_metadata;
-  c.metadata = std::move(sax.metadata);
-  std::sort(c.metadata.begin(), c.metadata.end());
+  c.metadata = std::move(sax.metadata);  // sorted for ST-005 above
   c.tensors = std::move(tensors);
   c.store = std::move(sax.store);  // the views point into it, not into sax
   return result;

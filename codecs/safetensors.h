@@ -84,7 +84,9 @@ struct Container {
   std::uint64_t header_length = 0;
   std::uint64_t data_start = 0;  // 8 + header_length
   bool has_metadata = false;
-  std::vector<std::pair<std::string, std::string>> metadata;  // sorted by key
+  // __metadata__'s members, sorted by key; key and value view
+  // EntryStore::metadata_text.
+  std::vector<std::pair<std::string_view, std::string_view>> metadata;
   std::vector<TensorEntry> tensors;  // sorted by (begin, end, name)
   // What the entries' names and shapes view: each held once, back to back,
   // in storage the header's first parse sized exactly (issue 9, section 3:
@@ -93,13 +95,15 @@ struct Container {
   struct EntryStore {
     std::string names;
     std::vector<std::uint64_t> shape_items;
+    std::string metadata_text;  // each member's key, then its value
   };
   std::shared_ptr<const EntryStore> store;
 
   const std::uint8_t* Data(const TensorEntry& t) const {
     return file.data + data_start + t.begin;
   }
-  const std::string* Metadata(std::string_view key) const;
+  // The value of __metadata__[key], or null.
+  const std::string_view* Metadata(std::string_view key) const;
 };
 
 struct ContainerResult {

@@ -132,10 +132,10 @@ bool TensorTable::InStorageOrder(std::size_t i, std::size_t j) const {
   return a.name < b.name;  // std::string_view compares bytes as unsigned char
 }
 
-const std::string* TensorTable::Metadata(std::string_view key) const {
+const std::string_view* TensorTable::Metadata(std::string_view key) const {
   if (pickle_) return nullptr;
   for (const Container& c : containers_) {
-    if (const std::string* value = c.Metadata(key)) return value;
+    if (const std::string_view* value = c.Metadata(key)) return value;
   }
   return nullptr;
 }

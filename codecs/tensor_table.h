@@ -89,7 +89,7 @@ class TensorTable {
     return shard_header_offsets_.empty() ? header_offset_ : shard_header_offsets_[t.shard];
   }
   // A safetensors __metadata__ value; a .pt file has none.
-  const std::string* Metadata(std::string_view key) const;
+  const std::string_view* Metadata(std::string_view key) const;
   // F32 / F16 / BF16 / F64 tensor i to binary32 (F64 rounded to nearest
   // even), handed to SINK as tensor number INDEX chunk by chunk.
   bool StreamFloat(std::size_t i, std::size_t index, TensorSink& sink) const;

@@ -84,7 +84,7 @@ bool ReadModel(const Generated& file, std::vector<codec::TensorWithBytes>* tenso
     tensors->push_back(std::move(w));
   }
   metadata->has_metadata = c.has_metadata;
-  metadata->metadata = c.metadata;
+  metadata->metadata.assign(c.metadata.begin(), c.metadata.end());
   return true;
 }
 

@@ -255,7 +255,9 @@ RC_GTEST_PROP(SafetensorsProperties, WriterOutputReadBackByBothReaders, ()) {
   RC_ASSERT(codec.container.header_length == n);
   RC_ASSERT(codec.container.data_start == 8 + n);
   RC_ASSERT(codec.container.has_metadata == spec.with_metadata);
-  RC_ASSERT(codec.container.metadata == sorted_metadata);
+  const std::vector<std::pair<std::string, std::string>> codec_metadata(codec.container.metadata.begin(),
+                                                                        codec.container.metadata.end());
+  RC_ASSERT(codec_metadata == sorted_metadata);
   RC_ASSERT(codec.container.tensors.size() == expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const qd::codec::TensorEntry& t = codec.container.tensors[i];

@@ -194,4 +194,56 @@ TEST(Detection, DisagreeingDetectionsGiveTheDetectSignature) {
   EXPECT_EQ(d->signature, "DIFF:bnb_file:detect:safetensors!=bnb");
 }
 
+// ST-005 in __metadata__ (rules.json: a key twice in one object, compared
+// after unescaping; the first object in document order with one, its
+// smallest such key), as both readers find it: the codec from its sorted
+// metadata list, the oracle from its parser. The key is the one named
+// between the first pair of quotes of the finding's message.
+std::string St005KeyOf(const qd::Outcome& outcome) {
+  if (!outcome.refused || outcome.findings.empty() || outcome.findings.back().rule != "ST-005") {
+    return "(not ST-005)";
+  }
+  const std::string& message = outcome.findings.back().message;
+  const std::size_t open = message.find('"');
+  return message.substr(open + 1, message.find('"', open + 1) - open - 1);
+}
+
+std::vector<std::uint8_t> HeaderOnlyFile(std::string header) {
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::vector<std::uint8_t> file(8, 0);
+  for (int i = 0; i < 8; ++i) file[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(header.size() >> (8 * i));
+  file.insert(file.end(), header.begin(), header.end());
+  return file;
+}
+
+TEST(DuplicateMetadataKeys, BothReadersNameTheRuleSameKey) {
+  const std::string w = "\"w\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]";
+  const struct {
+    std::string header;
+    std::string key;
+  } cases[] = {
+      {"{\"__metadata__\":{\"a\":\"1\",\"b\":\"2\",\"a\":\"3\"}," + w + "}}", "a"},
+      // A value that is not a string (ST-006) still has its key compared.
+      {"{\"__metadata__\":{\"b\":\"1\",\"b\":2}," + w + "}}", "b"},
+      // After unescaping: \u0063 is c.
+      {"{\"__metadata__\":{\"c\":\"1\",\"\\u0063\":\"2\"}," + w + "}}", "c"},
+      // The smallest duplicated key of the object, not the first met.
+      {"{\"__metadata__\":{\"z\":\"1\",\"y\":\"1\",\"z\":\"2\",\"y\":\"2\"}," + w + "}}", "y"},
+      // __metadata__ opens before the entry's unknown object: its key, though larger.
+      {"{\"__metadata__\":{\"z\":\"1\",\"z\":\"2\"}," + w + ",\"x\":{\"a\":0,\"a\":1}}}", "z"},
+      // The entry's object opens first: its key, though __metadata__'s is smaller.
+      {"{" + w + ",\"x\":{\"q\":0,\"q\":1}},\"__metadata__\":{\"a\":\"1\",\"a\":\"2\"}}", "q"},
+      // An object inside a metadata value (ST-006) is an object of its own.
+      {"{\"__metadata__\":{\"m\":{\"k\":0,\"k\":1}}," + w + "}}", "k"},
+      {"{\"__metadata__\":{\"a\":\"1\",\"b\":\"1\"}," + w + "}}", "(not ST-005)"},
+  };
+  const qd::harness::FormatEntry& safetensors = *qd::harness::FindFormat("safetensors");
+  for (const auto& c : cases) {
+    const std::vector<std::uint8_t> file = HeaderOnlyFile(c.header);
+    const qd::ByteView view{file.data(), file.size()};
+    EXPECT_EQ(St005KeyOf(safetensors.codec_read(view, "f", {})), c.key) << "codec: " << c.header;
+    EXPECT_EQ(St005KeyOf(safetensors.oracle_read(view, "f", {})), c.key) << "oracle: " << c.header;
+  }
+}
+
 }  // namespace
