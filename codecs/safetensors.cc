@@ -164,10 +164,13 @@ class HeaderSax {
   bool start_array(std::size_t) { return Open(false); }
   bool end_object() {
     const Frame& frame = stack_.back();
+    // Where this object's keys start in key_text_ (taken before
+    // NoteInnerDuplicates reorders its spans).
+    const std::size_t text_begin =
+        frame.keys_begin == key_spans_.size() ? key_text_.size() : key_spans_[frame.keys_begin].first;
     if (frame.role != Role::kTop && !counting_) NoteInnerDuplicates(frame);
     if (frame.role == Role::kTop) NoteEntryEnd();
-    key_text_.resize(frame.keys_begin == key_spans_.size() ? key_text_.size()
-                                                           : key_spans_[frame.keys_begin].first);
+    key_text_.resize(text_begin);
     key_spans_.resize(frame.keys_begin);
     stack_.pop_back();
     return true;
@@ -256,17 +259,21 @@ class HeaderSax {
 
   void NoteInnerDuplicates(const Frame& frame) {
     if (inner_duplicate && inner_duplicate_ordinal <= frame.ordinal) return;
-    std::vector<std::string_view> keys;
-    keys.reserve(key_spans_.size() - frame.keys_begin);
-    for (std::size_t i = frame.keys_begin; i < key_spans_.size(); ++i) {
-      keys.push_back(std::string_view(key_text_).substr(key_spans_[i].first, key_spans_[i].second));
-    }
-    std::sort(keys.begin(), keys.end());
-    const auto same = std::adjacent_find(keys.begin(), keys.end());
-    if (same == keys.end()) return;
+    // The object's spans sorted in place by their text (they are dropped
+    // when it closes), not copied into views first: 16 bytes a key less on
+    // an object of millions of keys (issue 9, section 3).
+    const std::string_view text = key_text_;
+    auto key_of = [&](const std::pair<std::uint32_t, std::uint32_t>& span) {
+      return text.substr(span.first, span.second);
+    };
+    const auto first = key_spans_.begin() + frame.keys_begin;
+    std::sort(first, key_spans_.end(), [&](const auto& a, const auto& b) { return key_of(a) < key_of(b); });
+    const auto same = std::adjacent_find(first, key_spans_.end(),
+                                         [&](const auto& a, const auto& b) { return key_of(a) == key_of(b); });
+    if (same == key_spans_.end()) return;
     inner_duplicate = true;
     inner_duplicate_ordinal = frame.ordinal;
-    inner_duplicate_key = std::string(*same);
+    inner_duplicate_key = std::string(key_of(*same));
   }
 
   // The role a value takes in the current frame; marks schema errors.
