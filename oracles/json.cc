@@ -81,7 +81,7 @@ class JsonParser {
 
   // Links child as the last child of parent (last is the previous last child).
   void AppendChild(std::uint32_t parent, std::uint32_t* last, std::uint32_t child) {
-    std::vector<JsonNode>& nodes = document_->nodes;
+    std::deque<JsonNode>& nodes = document_->nodes;
     if (parent == kNoNode) return;
     if (child == kNoNode) {  // skipped: counted, not linked
       nodes[parent].child_count += 1;

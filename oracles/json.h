@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -53,7 +54,10 @@ struct JsonNode {
 };
 
 struct JsonDocument {
-  std::vector<JsonNode> nodes;  // nodes[0] is the top-level object
+  // nodes[0] is the top-level object. A deque: a document of millions of
+  // nodes grows block by block, where a vector's regrowth held its old and
+  // new arrays together, three times the nodes (issue 9, section 3).
+  std::deque<JsonNode> nodes;
   std::string text;             // arena of string bytes and number tokens
   // The first object (document order) that holds a key twice, if any.
   bool has_duplicate_key = false;

@@ -188,6 +188,7 @@ bool ReadNonNegativeInteger(const JsonDocument& document, std::uint32_t node, st
 std::optional<EntryProblem> ReadMetadata(const JsonDocument& document, std::uint32_t metadata,
                                          HeaderFacts* facts) {
   facts->metadata.clear();
+  facts->metadata.reserve(document.nodes[metadata].child_count);  // no regrowth
   if (document.nodes[metadata].kind != JsonKind::kObject) {
     return EntryProblem{"__metadata__", "__metadata__ is not an object"};
   }
