@@ -199,6 +199,51 @@ TEST_F(ResourcesOfMillionEntryHeaders, HeaderOfMembersThatAreNotEntries) {
   EXPECT_FALSE(std::filesystem::exists(Out("members.out.safetensors")));
 }
 
+// One F32 tensor "w" of shape [0] with __metadata__ of n members
+// "m0":"" .. "m{n-1}":"", about 8 header bytes each.
+Bytes MetadataMembersSafetensors(int n) {
+  std::string header = "{\"__metadata__\":{";
+  for (int i = 0; i < n; ++i) header += (i ? ",\"m" : "\"m") + std::to_string(i) + "\":\"\"";
+  return Safetensors(header + "},\"w\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}", 0);
+}
+
+TEST_F(ResourcesOfMillionEntryHeaders, MetadataOfMillionsOfMembers) {
+  // 2M members, a 27 MB header. The codec held them twice (its counting
+  // pass collected them too) as pairs of std::string, 64 bytes a member,
+  // regrown, and copied every key again for the duplicate check: about
+  // 380 MB. It now holds views into one string sized by the first pass
+  // and finds duplicates in the sorted list (109 MB). diff is not run: the
+  // oracle keeps a JSON node and a std::string pair a member, about 250 MB
+  // here (README "Resources").
+  const std::string in = Write("metadata.safetensors", MetadataMembersSafetensors(Scaled(2000000)));
+  Expect({"check", in}, 0);
+  Expect({"decode", in, "--out", Out("metadata.out.safetensors")}, 0);
+  // decode writes the tensors as F32, not __metadata__: the header of "w"
+  // alone, padded to a multiple of 8, after its 8 length bytes.
+  const std::string w = "{\"w\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}";
+  EXPECT_EQ(std::filesystem::file_size(Out("metadata.out.safetensors")), 8 + (w.size() + 7) / 8 * 8);
+}
+
+// One F32 tensor "w" of shape [0] whose unknown member "x" is an object of
+// n keys "m0":0 .. "m{n-1}":0 (the format ignores unknown members; their
+// keys must still be unique, ST-005).
+Bytes EntryObjectOfKeysSafetensors(int n) {
+  std::string header = "{\"w\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0],\"x\":{";
+  for (int i = 0; i < n; ++i) header += (i ? ",\"m" : "\"m") + std::to_string(i) + "\":0";
+  return Safetensors(header + "}}}", 0);
+}
+
+TEST_F(ResourcesOfMillionEntryHeaders, EntryMemberObjectOfMillionsOfKeys) {
+  // 3M keys, a 38 MB header. Each reader copied an object's keys into a
+  // vector of views to sort them, the codec in both of its passes, and the
+  // oracle's JSON nodes regrew as a vector: diff needed about 270 MB. Now
+  // check 109 MB and diff 189 MB peak RSS.
+  const std::string in = Write("object.safetensors", EntryObjectOfKeysSafetensors(Scaled(3000000)));
+  Expect({"check", in}, 0);
+  Expect({"diff", in}, 0);
+  Expect({"decode", in, "--out", Out("object.out.safetensors")}, 0);
+}
+
 // "[v,v,...]" with n items.
 std::string RepeatedArray(const std::string& item, int n) {
   std::string text = "[" + item;
