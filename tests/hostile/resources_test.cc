@@ -145,16 +145,21 @@ TEST_F(ResourcesOfLargeHeaders, LargeHalfTensorStreamsThroughDecodeAndDiff) {
   EXPECT_EQ((std::vector<unsigned char>(last, last + 4)), (std::vector<unsigned char>{0, 0, 0x80, 0x3f}));
 }
 
+// The members "<p>0":V,"<p>1":V,...,"<p>{n-1}":V of a JSON object.
+std::string NumberedMembers(char prefix, const std::string& value, int n) {
+  std::string members;
+  for (int i = 0; i < n; ++i) {
+    members += (i ? ",\"" : "\"") + std::string(1, prefix) + std::to_string(i) + "\":" + value;
+  }
+  return members;
+}
+
+// A zero-size F32 tensor entry of shape [0] at offset 0.
+const std::string kEmptyF32Entry = "{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}";
+
 // n zero-size F32 tensors t0..t{n-1} of shape [0], all at offset 0: about
 // 57 header bytes an entry, the smallest a valid entry gets.
-Bytes TinyEntriesSafetensors(int n) {
-  std::string header = "{";
-  for (int i = 0; i < n; ++i) {
-    header += (i ? ",\"t" : "\"t") + std::to_string(i) +
-              "\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}";
-  }
-  return Safetensors(header + "}", 0);
-}
+Bytes TinyEntriesSafetensors(int n) { return Safetensors("{" + NumberedMembers('t', kEmptyF32Entry, n) + "}", 0); }
 
 TEST_F(ResourcesOfMillionEntryHeaders, HeaderOfTinyEntries) {
   // 1M entries, a 59 MB header (near the 60 MB of issue 9's measurements).
@@ -179,11 +184,7 @@ TEST_F(ResourcesOfMillionEntryHeaders, HeaderOfTinyEntries) {
 
 // n members "k0":0 .. "k{n-1}":0: entries that are not objects (ST-007),
 // about 12 header bytes each, the smallest members a header holds.
-Bytes NonObjectMembersSafetensors(int n) {
-  std::string header = "{";
-  for (int i = 0; i < n; ++i) header += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":0";
-  return Safetensors(header + "}", 0);
-}
+Bytes NonObjectMembersSafetensors(int n) { return Safetensors("{" + NumberedMembers('k', "0", n) + "}", 0); }
 
 TEST_F(ResourcesOfMillionEntryHeaders, HeaderOfMembersThatAreNotEntries) {
   // 3M members, a 38 MB header, refused with ST-007 at k0 (the first name
@@ -202,9 +203,7 @@ TEST_F(ResourcesOfMillionEntryHeaders, HeaderOfMembersThatAreNotEntries) {
 // One F32 tensor "w" of shape [0] with __metadata__ of n members
 // "m0":"" .. "m{n-1}":"", about 8 header bytes each.
 Bytes MetadataMembersSafetensors(int n) {
-  std::string header = "{\"__metadata__\":{";
-  for (int i = 0; i < n; ++i) header += (i ? ",\"m" : "\"m") + std::to_string(i) + "\":\"\"";
-  return Safetensors(header + "},\"w\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}", 0);
+  return Safetensors("{\"__metadata__\":{" + NumberedMembers('m', "\"\"", n) + "},\"w\":" + kEmptyF32Entry + "}", 0);
 }
 
 TEST_F(ResourcesOfMillionEntryHeaders, MetadataOfMillionsOfMembers) {
@@ -220,7 +219,7 @@ TEST_F(ResourcesOfMillionEntryHeaders, MetadataOfMillionsOfMembers) {
   Expect({"decode", in, "--out", Out("metadata.out.safetensors")}, 0);
   // decode writes the tensors as F32, not __metadata__: the header of "w"
   // alone, padded to a multiple of 8, after its 8 length bytes.
-  const std::string w = "{\"w\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}";
+  const std::string w = "{\"w\":" + kEmptyF32Entry + "}";
   EXPECT_EQ(std::filesystem::file_size(Out("metadata.out.safetensors")), 8 + (w.size() + 7) / 8 * 8);
 }
 
@@ -228,9 +227,9 @@ TEST_F(ResourcesOfMillionEntryHeaders, MetadataOfMillionsOfMembers) {
 // n keys "m0":0 .. "m{n-1}":0 (the format ignores unknown members; their
 // keys must still be unique, ST-005).
 Bytes EntryObjectOfKeysSafetensors(int n) {
-  std::string header = "{\"w\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0],\"x\":{";
-  for (int i = 0; i < n; ++i) header += (i ? ",\"m" : "\"m") + std::to_string(i) + "\":0";
-  return Safetensors(header + "}}}", 0);
+  std::string entry = kEmptyF32Entry;
+  entry.insert(entry.size() - 1, ",\"x\":{" + NumberedMembers('m', "0", n) + "}");
+  return Safetensors("{\"w\":" + entry + "}", 0);
 }
 
 TEST_F(ResourcesOfMillionEntryHeaders, EntryMemberObjectOfMillionsOfKeys) {
