@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "oracles/gptq.h"
+#include "oracles/oracle_test_files.h"
 #include "quantdiff/plain_data.h"
 
 namespace qd::oracle::gptq_test_files {
@@ -66,13 +67,7 @@ inline Bytes MakeFile(const std::vector<T>& tensors) {
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const T& t = tensors[i];
     if (i != 0) header += ",";
-    header += "\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[";
-    for (std::size_t d = 0; d < t.shape.size(); ++d) {
-      if (d != 0) header += ",";
-      header += std::to_string(t.shape[d]);
-    }
-    header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
-              std::to_string(offset + t.data.size()) + "]}";
+    header += test_files::Member(t.name, t.dtype, t.shape, offset, offset + t.data.size());
     offset += t.data.size();
   }
   header += "}";

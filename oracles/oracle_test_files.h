@@ -68,6 +68,15 @@ inline std::string Entry(const std::string& dtype, const std::string& shape, std
          std::to_string(begin) + "," + std::to_string(end) + "]}";
 }
 
+// The member "NAME":{...} of a header, its shape written as a JSON array
+// (the bitsandbytes and GPTQ oracle tests build their files from these).
+inline std::string Member(const std::string& name, const std::string& dtype,
+                          const std::vector<std::uint64_t>& shape, std::uint64_t begin, std::uint64_t end) {
+  std::string items = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) items += (i ? "," : "") + std::to_string(shape[i]);
+  return "\"" + name + "\":" + Entry(dtype, items + "]", begin, end);
+}
+
 inline void PutU16(Bytes* out, std::uint16_t v) {
   out->push_back(static_cast<std::uint8_t>(v));
   out->push_back(static_cast<std::uint8_t>(v >> 8));
