@@ -143,15 +143,7 @@ inline std::string Describe(const qd::Outcome& outcome) {
 inline void ExpectFinding(const qd::Finding& f, const char* rule, qd::Severity severity,
                    const std::string& file, const std::string& tensor, const std::string& field,
                    std::int64_t byte_offset, std::int64_t row = -1, std::int64_t element = -1) {
-  EXPECT_EQ(f.rule, rule);
-  EXPECT_EQ(f.severity, severity);
-  EXPECT_EQ(f.file, file);
-  EXPECT_EQ(f.tensor, tensor);
-  EXPECT_EQ(f.field, field);
-  EXPECT_EQ(f.byte_offset, byte_offset);
-  EXPECT_EQ(f.row, row);
-  EXPECT_EQ(f.block, -1);
-  EXPECT_EQ(f.element, element);
+  test_files::ExpectFindingFields(f, rule, severity, file, tensor, field, byte_offset, row, -1, element);
   EXPECT_FALSE(f.message.empty());
 }
 

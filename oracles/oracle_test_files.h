@@ -68,6 +68,23 @@ inline std::string Entry(const std::string& dtype, const std::string& shape, std
          std::to_string(begin) + "," + std::to_string(end) + "]}";
 }
 
+// Every compared field of a finding (rule, severity, file, tensor, field,
+// byte_offset, row, block, element), the message aside.
+inline void ExpectFindingFields(const qd::Finding& f, const std::string& rule, qd::Severity severity,
+                                const std::string& file, const std::string& tensor, const std::string& field,
+                                std::int64_t byte_offset, std::int64_t row, std::int64_t block,
+                                std::int64_t element) {
+  EXPECT_EQ(f.rule, rule);
+  EXPECT_EQ(f.severity, severity);
+  EXPECT_EQ(f.file, file);
+  EXPECT_EQ(f.tensor, tensor);
+  EXPECT_EQ(f.field, field);
+  EXPECT_EQ(f.byte_offset, byte_offset);
+  EXPECT_EQ(f.row, row);
+  EXPECT_EQ(f.block, block);
+  EXPECT_EQ(f.element, element);
+}
+
 // The member "NAME":{...} of a header, its shape written as a JSON array
 // (the bitsandbytes and GPTQ oracle tests build their files from these).
 inline std::string Member(const std::string& name, const std::string& dtype,
