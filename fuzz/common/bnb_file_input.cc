@@ -15,11 +15,15 @@
 
 #include "codecs/bnb.h"
 #include "codecs/safetensors.h"
+#include "fuzz/common/bnb_file_draft.h"
 #include "fuzz/common/fuzz_support.h"
 #include "generators/generators.h"
 #include "harness/registry.h"
 
 namespace qd::fuzz {
+
+// The name EntryIndex gives a missing entry under.
+constexpr char kWho[] = "bnb_file_input";
 
 const std::vector<std::string_view> kBnbStateKeys = {
     "quant_type", "blocksize", "dtype", "shape", "nested_blocksize", "nested_dtype",
@@ -95,310 +99,7 @@ const std::vector<std::uint32_t> kBnbFloatSpecials = {
 
 namespace {
 
-using Json = nlohmann::ordered_json;
-
-std::uint8_t IndexIn(const std::vector<std::string_view>& list, std::string_view s) {
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    if (list[i] == s) return static_cast<std::uint8_t>(i);
-  }
-  std::fprintf(stderr, "bnb_file_input: no such entry: %.*s\n", static_cast<int>(s.size()),
-               s.data());
-  std::abort();
-}
-
-const std::vector<Json>& ParsedJsonValues() {
-  static const std::vector<Json> values = [] {
-    std::vector<Json> out;
-    for (std::string_view text : kBnbJsonValues) out.push_back(Json::parse(text));
-    return out;
-  }();
-  return values;
-}
-
-std::uint64_t ItemSize(std::string_view dtype) {
-  if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
-  if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
-  if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
-  return 1;
-}
-
-template <typename T>
-std::vector<std::uint8_t> AsBytes(const std::vector<T>& values) {
-  std::vector<std::uint8_t> bytes(values.size() * sizeof(T));
-  if (!bytes.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
-  return bytes;
-}
-
-const char* DtypeText(int dtype) {
-  return dtype == 0 ? "float16" : dtype == 1 ? "bfloat16" : "float32";
-}
-
-struct DraftTensor {
-  std::string name;
-  std::string dtype;
-  std::vector<std::uint64_t> shape;
-  std::vector<std::uint8_t> bytes;
-  int role = -1;          // BnbRole, or -1 for tensors an op added
-  bool json = false;      // bytes are the state's JSON text, made at write time
-  bool refit = false;     // the shape follows the bytes at write time
-  int shape_mode = -1;    // kTensorShape's mode, applied with refit
-};
-
-struct TextEdit {
-  std::string_view token;
-  std::uint16_t position = 0;
-  std::uint8_t removed = 0;
-};
-
-// The layer before it is written.
-struct Draft {
-  BnbFileKind kind = BnbFileKind::k4bitHf;
-  std::string module_dot;  // "M." or ""
-  std::string weight;      // W
-  std::string type_text;   // "nf4" / "fp4"
-  Json state = Json::object();
-  bool state_in_metadata = false;  // blockwise8
-  std::vector<TextEdit> text_edits;
-  std::vector<DraftTensor> tensors;
-  codec::MetadataList metadata = {{"format", "pt"}};
-
-  DraftTensor* Role(BnbRole role) {
-    for (DraftTensor& t : tensors) {
-      if (t.role == static_cast<int>(role)) return &t;
-    }
-    return nullptr;
-  }
-  void Add(std::string name, std::string dtype, std::vector<std::uint64_t> shape,
-           std::vector<std::uint8_t> bytes, int role) {
-    DraftTensor t;
-    t.name = std::move(name);
-    t.dtype = std::move(dtype);
-    t.shape = std::move(shape);
-    t.bytes = std::move(bytes);
-    t.role = role;
-    tensors.push_back(std::move(t));
-  }
-  void Add(std::string name, std::string dtype, std::vector<std::uint64_t> shape,
-           std::vector<std::uint8_t> bytes, BnbRole role) {
-    Add(std::move(name), std::move(dtype), std::move(shape), std::move(bytes),
-        static_cast<int>(role));
-  }
-
-  std::string StateText(bool with_edits) const {
-    std::string text = state.dump();
-    if (!with_edits) return text;
-    for (const TextEdit& e : text_edits) {
-      const std::size_t at = e.position % (text.size() + 1);
-      const std::size_t removed = std::min<std::size_t>(e.removed, text.size() - at);
-      text.replace(at, removed, e.token);
-    }
-    return text;
-  }
-};
-
-// The shape a refitted tensor gets: k = bytes / item elements, laid out by
-// shape_mode, else the old shape with its first dimension adjusted, else [k].
-std::vector<std::uint64_t> Refit(const DraftTensor& t) {
-  const std::uint64_t item = ItemSize(t.dtype);
-  const std::uint64_t k = t.bytes.size() / item;
-  switch (t.shape_mode) {
-    case 0: return {1, k};
-    case 1: return {k, 1};
-    case 2: return {k};
-    case 3: return {};
-    case 4: return {k / 2, 2};
-    case 5: return {k, 1, 1};
-    default: break;
-  }
-  if (t.shape.size() >= 2) {
-    std::uint64_t rest = 1;
-    for (std::size_t i = 1; i < t.shape.size(); ++i) rest *= t.shape[i];
-    if (rest != 0 && k % rest == 0) {
-      std::vector<std::uint64_t> shape = t.shape;
-      shape[0] = k / rest;
-      return shape;
-    }
-  }
-  return {k};
-}
-
-std::vector<std::uint64_t> LayerShape(const BnbFileTail& tail) {
-  std::vector<std::uint64_t> shape;
-  switch (tail.rank) {
-    case 1: shape = {1 + (tail.dim_a | (static_cast<std::uint64_t>(tail.dim_b & 63) << 8))}; break;
-    case 2: shape = {1 + tail.dim_a % 64u, 1 + static_cast<std::uint64_t>(tail.dim_b)}; break;
-    default:
-      shape = {1 + tail.dim_a % 4u, 1 + (tail.dim_a >> 2) % 16u,
-               1 + static_cast<std::uint64_t>(tail.dim_b)};
-  }
-  if (tail.zero_dim) shape[0] = 0;
-  return shape;
-}
-
-std::uint64_t Product(const std::vector<std::uint64_t>& shape) {
-  std::uint64_t n = 1;
-  for (std::uint64_t d : shape) n *= d;
-  return n;
-}
-
-std::vector<float> Weights(std::uint64_t n, const BnbFileTail& tail, codec::BnbDtype dtype,
-                           harness::Rng& rng) {
-  std::vector<float> x = gen::RandomWeights(n, std::ldexp(1.0f, tail.magnitude_exponent), rng);
-  for (float& v : x) v = codec::BnbRoundToDtype(v, dtype);
-  return x;
-}
-
-void Build4bit(const BnbFileTail& tail, harness::Rng& rng, Draft* d) {
-  const bool gptq = tail.kind == BnbFileKind::k4bitGptq;
-  const auto type = tail.fp4 ? codec::Bnb4bitType::kFp4 : codec::Bnb4bitType::kNf4;
-  d->type_text = tail.fp4 ? "fp4" : "nf4";
-  const std::string sibling = gptq ? d->module_dot + "weight_" : d->weight + ".";
-  const auto dtype = static_cast<codec::BnbDtype>(tail.dtype);
-  const std::vector<std::uint64_t> shape = LayerShape(tail);
-  const std::uint64_t n = Product(shape);
-  const std::uint64_t blocksize = 32ull << (tail.blocksize_log2 - 5);
-  const std::vector<float> x = Weights(n, tail, dtype, rng);
-  codec::Bnb4bitQuantized q;
-  std::string error;
-  bool nested = tail.nested &&
-                codec::QuantizeBnb4bit(x.data(), n, type, blocksize, true, &q, &error, nullptr,
-                                       32ull << (tail.nested_blocksize_log2 - 5));
-  if (!nested) codec::QuantizeBnb4bit(x.data(), n, type, blocksize, false, &q, &error);
-
-  // quant_storage: the packed bytes in a wider tensor when they divide.
-  static const char* const kStorage[] = {"U8", "F16", "BF16", "F32"};
-  std::string storage = kStorage[tail.storage];
-  if (q.packed.size() % ItemSize(storage) != 0) storage = "U8";
-  const std::uint64_t k = q.packed.size() / ItemSize(storage);
-  const std::vector<std::uint64_t> packed_shape =
-      tail.packed_layout == 0 ? std::vector<std::uint64_t>{k, 1}
-      : tail.packed_layout == 1 ? std::vector<std::uint64_t>{1, k}
-                                : std::vector<std::uint64_t>{k};
-  d->Add(d->weight, storage, packed_shape, q.packed, BnbRole::kWeight);
-  if (nested) {
-    d->Add(sibling + "absmax", "U8", {q.absmax_codes.size()}, q.absmax_codes, BnbRole::kAbsmax);
-  } else {
-    d->Add(sibling + "absmax", "F32", {q.absmax.size()}, AsBytes(q.absmax), BnbRole::kAbsmax);
-  }
-  if (tail.quant_map != 1) {
-    const auto map_type = tail.quant_map == 2 ? (tail.fp4 ? codec::Bnb4bitType::kNf4
-                                                          : codec::Bnb4bitType::kFp4)
-                                              : type;
-    const auto& table = codec::Bnb4bitTable(map_type);
-    d->Add(sibling + "quant_map", "F32", {16},
-           AsBytes(std::vector<float>(table.begin(), table.end())), BnbRole::kQuantMap);
-  }
-  d->state = Json{{"quant_type", d->type_text}, {"blocksize", blocksize},
-                  {"dtype", DtypeText(tail.dtype)}, {"shape", shape}};
-  if (nested) {
-    d->Add(sibling + "nested_absmax", "F32", {q.nested_absmax.size()}, AsBytes(q.nested_absmax),
-           BnbRole::kNestedAbsmax);
-    d->Add(sibling + "nested_quant_map", "F32", {256}, AsBytes(q.nested_quant_map),
-           BnbRole::kNestedQuantMap);
-    d->state["nested_blocksize"] = q.nested_blocksize;
-    d->state["nested_dtype"] = "float32";
-    // A binary64 that is the binary32 offset exactly: fl32 gives it back.
-    d->state["nested_offset"] = static_cast<double>(q.nested_offset);
-  }
-  DraftTensor state;
-  state.name = gptq ? d->module_dot + "weight_quant_state"
-                    : d->weight + ".quant_state.bitsandbytes__" + d->type_text;
-  state.dtype = "U8";
-  state.role = static_cast<int>(BnbRole::kState);
-  state.json = true;
-  d->tensors.push_back(std::move(state));
-}
-
-void BuildBlockwise8(const BnbFileTail& tail, harness::Rng& rng, Draft* d) {
-  d->state_in_metadata = true;
-  const auto dtype = static_cast<codec::BnbDtype>(tail.dtype);
-  const std::vector<std::uint64_t> shape = LayerShape(tail);
-  const std::uint64_t n = Product(shape);
-  const std::uint64_t blocksize = 32ull << (tail.blocksize_log2 - 5);
-  const std::vector<float> x = Weights(n, tail, dtype, rng);
-  const std::vector<float> map = codec::CreateDynamicMap();
-  std::vector<std::uint8_t> codes;
-  std::vector<float> absmax;
-  std::string error;
-  codec::QuantizeBlockwise8(x.data(), n, map.data(), blocksize, &codes, &absmax, &error);
-  d->Add(d->weight, "U8", shape, codes, BnbRole::kWeight);
-  d->Add(d->weight + ".quant_map", "F32", {256}, AsBytes(map), BnbRole::kQuantMap);
-  d->state = Json{{"quant_type", nullptr}, {"blocksize", blocksize}, {"dtype", DtypeText(tail.dtype)}};
-  if (tail.shape_key == 0) d->state["shape"] = shape;
-  if (tail.shape_key == 1) d->state["shape"] = nullptr;
-  bool nested = false;
-  if (tail.nested && !absmax.empty()) {
-    // As quantize_blockwise(nested=True): the maxima minus their mean.
-    const float offset = codec::TorchMeanF32(absmax.data(), absmax.size());
-    std::vector<float> centred(absmax.size());
-    for (std::size_t i = 0; i < absmax.size(); ++i) centred[i] = absmax[i] - offset;
-    std::vector<std::uint8_t> codes2;
-    std::vector<float> absmax2;
-    const std::uint64_t nested_blocksize = 32ull << (tail.nested_blocksize_log2 - 5);
-    if (std::isfinite(offset) && codec::QuantizeBlockwise8(centred.data(), centred.size(),
-                                                           map.data(), nested_blocksize,
-                                                           &codes2, &absmax2, &error)) {
-      nested = true;
-      d->Add(d->weight + ".absmax", "U8", {codes2.size()}, codes2, BnbRole::kAbsmax);
-      d->Add(d->weight + ".nested_absmax", "F32", {absmax2.size()}, AsBytes(absmax2),
-             BnbRole::kNestedAbsmax);
-      d->Add(d->weight + ".nested_quant_map", "F32", {256}, AsBytes(map), BnbRole::kNestedQuantMap);
-      d->state["nested_blocksize"] = nested_blocksize;
-      d->state["nested_dtype"] = "float32";
-      d->state["nested_offset"] = static_cast<double>(offset);
-    }
-  }
-  if (!nested) {
-    d->Add(d->weight + ".absmax", "F32", {absmax.size()}, AsBytes(absmax), BnbRole::kAbsmax);
-  }
-}
-
-void BuildInt8(const BnbFileTail& tail, harness::Rng& rng, Draft* d) {
-  const bool gptq = tail.kind == BnbFileKind::kInt8Gptq;
-  const std::uint64_t rows = tail.zero_dim ? 0 : 1 + tail.dim_a % 64u;
-  const std::uint64_t columns = 1 + static_cast<std::uint64_t>(tail.dim_b);
-  // Int8Params casts to binary16 first: keep the weights finite there.
-  std::vector<float> w = Weights(rows * columns, tail, codec::BnbDtype::kFloat16, rng);
-  for (float& v : w) v = std::clamp(v, -65504.0f, 65504.0f);
-  std::vector<std::int8_t> cb;
-  std::vector<float> scb;
-  std::string error;
-  codec::QuantizeBnbInt8Rows(w.data(), rows, columns, &cb, &scb, &error);
-  d->Add(d->weight, "I8", {rows, columns}, AsBytes(cb), BnbRole::kWeight);
-  d->Add(d->module_dot + (gptq ? "weight_scb" : "SCB"), "F32", {rows}, AsBytes(scb),
-         BnbRole::kScale);
-  if (!gptq && tail.weight_format) {
-    d->Add(d->module_dot + "weight_format", "U8", {}, {0}, BnbRole::kWeightFormat);
-  }
-}
-
-Draft BuildDraft(const BnbFileTail& tail) {
-  static const char* const kModules[] = {"model.layers.3.mlp.down_proj", "", "lm_head", "a.weight"};
-  Draft d;
-  d.kind = tail.kind;
-  const std::string module = kModules[tail.module];
-  d.module_dot = module.empty() ? "" : module + ".";
-  d.weight = d.module_dot + "weight";
-  d.type_text = tail.fp4 ? "fp4" : "nf4";
-  harness::Rng rng(tail.seed);
-  switch (tail.kind) {
-    case BnbFileKind::k4bitHf:
-    case BnbFileKind::k4bitGptq: Build4bit(tail, rng, &d); break;
-    case BnbFileKind::kBlockwise8: BuildBlockwise8(tail, rng, &d); break;
-    case BnbFileKind::kInt8Hf:
-    case BnbFileKind::kInt8Gptq: BuildInt8(tail, rng, &d); break;
-  }
-  if (tail.extra_tensor) {
-    d.Add("model.norm.weight", "F32", {4}, AsBytes(std::vector<float>{1.0f, 0.5f, -2.0f, 0.0f}),
-          BnbRole::kExtra);
-  }
-  if (tail.order == 1) std::reverse(d.tensors.begin(), d.tensors.end());
-  if (tail.order == 2 && !d.tensors.empty()) {
-    std::rotate(d.tensors.begin(), d.tensors.begin() + tail.seed % d.tensors.size(),
-                d.tensors.end());
-  }
-  return d;
-}
+using namespace bnb_draft;  // NOLINT(google-build-using-namespace): the layer the ops edit
 
 // ---- draft ops -------------------------------------------------------------------
 
@@ -756,10 +457,10 @@ void ApplyFileOp(const ParsedOp& p, std::vector<std::uint8_t>* file, std::size_t
 
 }  // namespace
 
-std::uint8_t BnbKeyIndex(std::string_view key) { return IndexIn(kBnbStateKeys, key); }
-std::uint8_t BnbJsonValueIndex(std::string_view value) { return IndexIn(kBnbJsonValues, value); }
-std::uint8_t BnbTokenIndex(std::string_view token) { return IndexIn(kBnbTokens, token); }
-std::uint8_t BnbDtypeIndex(std::string_view dtype) { return IndexIn(kBnbDtypes, dtype); }
+std::uint8_t BnbKeyIndex(std::string_view key) { return EntryIndex(kBnbStateKeys, key, kWho); }
+std::uint8_t BnbJsonValueIndex(std::string_view value) { return EntryIndex(kBnbJsonValues, value, kWho); }
+std::uint8_t BnbTokenIndex(std::string_view token) { return EntryIndex(kBnbTokens, token, kWho); }
+std::uint8_t BnbDtypeIndex(std::string_view dtype) { return EntryIndex(kBnbDtypes, dtype, kWho); }
 std::uint8_t BnbFloatSpecialIndex(std::uint32_t bits) {
   for (std::size_t i = 0; i < kBnbFloatSpecials.size(); ++i) {
     if (kBnbFloatSpecials[i] == bits) return static_cast<std::uint8_t>(i);

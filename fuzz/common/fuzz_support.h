@@ -60,6 +60,17 @@ class InputReader {
   std::abort();
 }
 
+// The index of S in LIST, for the seed writers that name a list entry by
+// its text (the lists are the input formats' token tables). An S the list
+// does not hold is a bug of that writer: WHO says so on stderr, then abort.
+inline std::uint8_t EntryIndex(const std::vector<std::string_view>& list, std::string_view s, const char* who) {
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (list[i] == s) return static_cast<std::uint8_t>(i);
+  }
+  std::fprintf(stderr, "%s: no such entry: %.*s\n", who, static_cast<int>(s.size()), s.data());
+  std::abort();
+}
+
 // "0x3c00"-style hex of an integer, for details.
 inline std::string Hex(std::uint64_t value, int digits) {
   char buf[32];

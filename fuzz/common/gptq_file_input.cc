@@ -17,6 +17,9 @@
 
 namespace qd::fuzz {
 
+// The name EntryIndex gives a missing entry under.
+constexpr char kWho[] = "gptq_file_input";
+
 const std::vector<std::string_view> kGptqDtypes = {
     "I32", "F32", "F16", "BF16", "U32", "I64", "F64", "U8", "I16", "U16", "I8", "BOOL", "Q4B32",
 };
@@ -73,14 +76,6 @@ std::uint32_t GptqWordValue(std::uint8_t d) {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::uint8_t IndexIn(const std::vector<std::string_view>& list, std::string_view s) {
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    if (list[i] == s) return static_cast<std::uint8_t>(i);
-  }
-  std::fprintf(stderr, "gptq_file_input: no such entry: %.*s\n", static_cast<int>(s.size()), s.data());
-  std::abort();
-}
 
 const char* const kFormatNames[] = {"gptq", "gptq_v2", "gptq_p"};
 
@@ -558,11 +553,11 @@ std::array<std::uint8_t, kGptqFileTailSize> EncodeGptqFileTail(const GptqFileTai
   return t;
 }
 
-std::uint8_t GptqKeyIndex(std::string_view key) { return IndexIn(kGptqConfigKeys, key); }
-std::uint8_t GptqJsonValueIndex(std::string_view value) { return IndexIn(kGptqJsonValues, value); }
-std::uint8_t GptqTokenIndex(std::string_view token) { return IndexIn(kGptqTokens, token); }
-std::uint8_t GptqDtypeIndex(std::string_view dtype) { return IndexIn(kGptqDtypes, dtype); }
-std::uint8_t GptqSourceNameIndex(std::string_view name) { return IndexIn(kGptqSourceNames, name); }
+std::uint8_t GptqKeyIndex(std::string_view key) { return EntryIndex(kGptqConfigKeys, key, kWho); }
+std::uint8_t GptqJsonValueIndex(std::string_view value) { return EntryIndex(kGptqJsonValues, value, kWho); }
+std::uint8_t GptqTokenIndex(std::string_view token) { return EntryIndex(kGptqTokens, token, kWho); }
+std::uint8_t GptqDtypeIndex(std::string_view dtype) { return EntryIndex(kGptqDtypes, dtype, kWho); }
+std::uint8_t GptqSourceNameIndex(std::string_view name) { return EntryIndex(kGptqSourceNames, name, kWho); }
 
 GptqOpWriter& GptqOpWriter::Op(GptqOp op, std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d) {
   out_.Record(static_cast<std::uint8_t>(op), a, b, c, d);

@@ -14,6 +14,9 @@
 
 namespace qd::fuzz {
 
+// The name EntryIndex gives a missing entry under.
+constexpr char kWho[] = "rbq_file_input";
+
 const std::vector<std::string_view> kRbqTokens = {
     // widths, declarations and their near misses
     "Q4B32", "Q8B32", "Q4B31", "q4b32", "rabbit-q4b32", "rabbit-q8b32", "rabbit-", "rabbit-q16b32",
@@ -46,15 +49,6 @@ const std::vector<std::string_view> kRbqAnchors = {
 };
 
 namespace {
-
-std::uint8_t IndexIn(const std::vector<std::string_view>& list, std::string_view s) {
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    if (list[i] == s) return static_cast<std::uint8_t>(i);
-  }
-  std::fprintf(stderr, "rbq_file_input: no such token: %.*s\n", static_cast<int>(s.size()),
-               s.data());
-  std::abort();
-}
 
 
 // Where things are in the file being mutated. header_length follows the
@@ -201,8 +195,8 @@ void ApplyOps(InputReader& in, std::vector<std::uint8_t>* file, Layout* layout) 
 
 }  // namespace
 
-std::uint8_t RbqTokenIndex(std::string_view token) { return IndexIn(kRbqTokens, token); }
-std::uint8_t RbqAnchorIndex(std::string_view anchor) { return IndexIn(kRbqAnchors, anchor); }
+std::uint8_t RbqTokenIndex(std::string_view token) { return EntryIndex(kRbqTokens, token, kWho); }
+std::uint8_t RbqAnchorIndex(std::string_view anchor) { return EntryIndex(kRbqAnchors, anchor, kWho); }
 
 RbqFileTail DecodeRbqFileTail(const std::uint8_t* t) {
   RbqFileTail tail;
