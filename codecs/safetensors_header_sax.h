@@ -176,7 +176,7 @@ class HeaderSax {
       // not from a second copy of its keys.
       ++metadata_values;
       metadata_bytes += k.size();
-      if (!counting_) metadata.emplace_back(Hold(k), std::string_view());
+      if (!counting_) metadata.emplace_back(Hold(&store->metadata_text, k), std::string_view());
     } else if (frame.role != Role::kTop) {
       if (!counting_) {  // only the second pass looks for duplicates
         key_spans_.emplace_back(static_cast<std::uint32_t>(key_text_.size()),
@@ -190,9 +190,7 @@ class HeaderSax {
       ++entry_count;
       name_bytes += k.size();
       if (!counting_) {
-        const std::size_t at = store->names.size();
-        store->names += k;  // within the reserved size: no view moves
-        const std::string_view name = std::string_view(store->names).substr(at);
+        const std::string_view name = Hold(&store->names, k);
         if (names_only) {
           names.push_back(name);
         } else {
@@ -218,13 +216,12 @@ class HeaderSax {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> key_spans_;  // (offset, size)
   std::uint32_t objects_opened_ = 0;
 
-  // TEXT appended to store->metadata_text, within its reserved size (so no
-  // earlier view moves); the view of it there.
-  std::string_view Hold(const std::string& text) {
-    std::string& held = store->metadata_text;
-    const std::size_t at = held.size();
-    held += text;
-    return std::string_view(held).substr(at);
+  // TEXT appended to *HELD, one of store's strings, within the size the
+  // first pass reserved (so no earlier view moves); the view of it there.
+  static std::string_view Hold(std::string* held, const std::string& text) {
+    const std::size_t at = held->size();
+    *held += text;
+    return std::string_view(*held).substr(at);
   }
 
   // Marks a fact on the entry being read.
@@ -354,7 +351,7 @@ class HeaderSax {
       if (frame.items < 3) ++frame.items;  // 3 stands for "more than two"
     } else if (parent == Role::kMetadata && kind == Kind::kString) {
       metadata_bytes += text->size();
-      if (!counting_) metadata.back().second = Hold(*text);
+      if (!counting_) metadata.back().second = Hold(&store->metadata_text, *text);
     } else if (parent == Role::kEntry && kind == Kind::kString && key_ == "dtype") {
       const std::optional<Dtype> dtype = ParseDtype(*text);
       if (!dtype) {

@@ -164,14 +164,9 @@ void KeepFirstByName(const HeaderFacts& header, std::uint32_t entry, std::option
 
 // Bits per element of a known dtype, 0 for the block dtypes, -1 when unknown.
 int DtypeBits(std::string_view dtype) {
-  if (dtype == "BOOL" || dtype == "U8" || dtype == "I8") return 8;
-  if (dtype == "F8_E5M2" || dtype == "F8_E4M3" || dtype == "F8_E8M0") return 8;
-  if (dtype == "F4") return 4;
-  if (dtype == "F6_E2M3" || dtype == "F6_E3M2") return 6;
-  if (dtype == "I16" || dtype == "U16" || dtype == "F16" || dtype == "BF16") return 16;
-  if (dtype == "I32" || dtype == "U32" || dtype == "F32") return 32;
-  if (dtype == "C64" || dtype == "F64" || dtype == "I64" || dtype == "U64") return 64;
-  if (dtype == "Q4B32" || dtype == "Q8B32") return 0;
+  for (const SafetensorsDtype& known : kSafetensorsDtypes) {
+    if (dtype == known.name) return known.bits;
+  }
   return -1;
 }
 
@@ -376,7 +371,8 @@ bool CheckMetadata(const HeaderFacts& header, Reporter& report) {
 
 // ---------------------------------------------------------------------------
 // Section 5: the tensor entries (ST-007..ST-010), visited in name order
-// (by_name holds indices into header.tensors).
+// (by_name holds header-order indices: into header.tensors, or header.names
+// once names_only).
 
 // RULE for the entry first in name order with a problem, if there is one.
 bool ReportFirstProblem(const HeaderFacts& header, const char* rule, const FirstProblem& first,

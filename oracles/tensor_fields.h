@@ -23,23 +23,31 @@
 
 namespace qd::oracle {
 
-// The safetensors dtype names (ST-007's list, the block dtypes Q4B32 and
-// Q8B32 included), in one static table; a DtypeName points at its entry.
-inline constexpr const char* kDtypeNames[] = {
-    "BOOL", "U8",  "I8",  "F8_E5M2", "F8_E4M3", "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2",
-    "I16",  "U16", "F16", "BF16",    "I32",     "U32",     "F32", "C64",     "F64",
-    "I64",  "U64", "Q4B32", "Q8B32"};
+// The safetensors dtypes (ST-007's list, the block dtypes Q4B32 and Q8B32
+// included) with their element widths in bits (0 for the block dtypes,
+// whose byte length is their format's to check), in one static table: a
+// DtypeName points at an entry's name, and the reader's ST-008 and ST-010
+// take the widths from here.
+struct SafetensorsDtype {
+  const char* name;
+  int bits;
+};
+inline constexpr SafetensorsDtype kSafetensorsDtypes[] = {
+    {"BOOL", 8},     {"U8", 8},       {"I8", 8},     {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8},
+    {"F4", 4},       {"F6_E2M3", 6},  {"F6_E3M2", 6}, {"I16", 16},   {"U16", 16},    {"F16", 16},
+    {"BF16", 16},    {"I32", 32},     {"U32", 32},   {"F32", 32},    {"C64", 64},    {"F64", 64},
+    {"I64", 64},     {"U64", 64},     {"Q4B32", 0},  {"Q8B32", 0}};
 
-// A dtype name: one pointer to its text in kDtypeNames, "" when none was
+// A dtype name: one pointer to its text in kSafetensorsDtypes, "" when none was
 // given. Text that is not a name in the table reads as "" too: a record
 // holds only dtypes its reader has checked (ST-007, docs/pt.md 3.2).
 class DtypeName {
  public:
   DtypeName() = default;
   DtypeName(std::string_view text) {  // NOLINT: implicit, as std::string was
-    for (const char* name : kDtypeNames) {
-      if (text == name) {
-        text_ = name;
+    for (const SafetensorsDtype& dtype : kSafetensorsDtypes) {
+      if (text == dtype.name) {
+        text_ = dtype.name;
         return;
       }
     }

@@ -13,7 +13,8 @@ namespace qd::oracle {
 namespace {
 
 TEST(DtypeNameField, EveryTableNameReadsBackAndOtherTextIsEmpty) {
-  for (const char* name : kDtypeNames) {
+  for (const SafetensorsDtype& known : kSafetensorsDtypes) {
+    const char* name = known.name;
     const DtypeName dtype{std::string(name)};  // from a copy: the table's text is kept, not the copy
     EXPECT_EQ(dtype.view(), name);
     EXPECT_EQ(dtype.view().data(), name);
